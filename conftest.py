@@ -1,0 +1,30 @@
+"""Workspace-wide pytest setup: one compute thread per test process, GPU tests skip without a GPU."""
+
+import os
+
+# pytest-xdist runs one process per core; more threads per process only oversubscribes the CPU.
+for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import pytest  # noqa: E402
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip `gpu`-marked tests cleanly on machines without CUDA (CI never has one)."""
+    if any(item.get_closest_marker("gpu") for item in items) and not _has_gpu():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU")
+        for item in items:
+            if item.get_closest_marker("gpu"):
+                item.add_marker(skip)

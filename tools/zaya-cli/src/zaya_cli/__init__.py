@@ -1,0 +1,1 @@
+"""The `zaya` command line; see `zaya_cli.app`."""

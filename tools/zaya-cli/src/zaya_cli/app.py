@@ -1,0 +1,43 @@
+"""The `zaya` command: one typer app that mounts a sub-app from every installed zaya package.
+
+A package adds commands by declaring an entry point in the `zaya.cli` group, name -> `module:typer_app`.
+Sub-app modules should import heavy libraries (torch) inside their commands so `zaya --help` stays fast.
+A package whose sub-app fails to load is reported, not fatal: the other commands keep working.
+"""
+
+import sys
+from importlib.metadata import entry_points
+
+import typer
+from rich.console import Console
+
+CLI_GROUP = "zaya.cli"
+
+
+def build_app() -> typer.Typer:
+    """The root app with every installed package's sub-app mounted under its entry-point name."""
+    app = typer.Typer(
+        name="zaya",
+        help="zaya: LLM systems tools. Each command group below comes from an installed zaya package.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+    )
+    for ep in sorted(entry_points(group=CLI_GROUP), key=lambda e: e.name):
+        try:
+            sub = ep.load()
+        except Exception as err:  # a broken plugin must not take the whole CLI down
+            Console(stderr=True).print(f"[yellow]warning:[/] cannot load `zaya {ep.name}` from {ep.value}: {err}")
+            continue
+        package = ep.dist.name if ep.dist else "?"
+        help_text = (sub.info.help or "") + f" [{package}]"
+        app.add_typer(sub, name=ep.name, help=help_text)
+    return app
+
+
+def main() -> None:
+    """Console-script entry point."""
+    build_app()(prog_name="zaya")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
