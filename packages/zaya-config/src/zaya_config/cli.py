@@ -12,7 +12,9 @@ from zaya_config.errors import ZayaConfigError
 from zaya_config.profiles import hardware, hardware_names
 
 config_app = typer.Typer(help="Compose and print configs from every installed zaya package.", no_args_is_help=True)
-hardware_app = typer.Typer(help="List and show hardware profiles (datasheet and measured ceilings).", no_args_is_help=True)
+hardware_app = typer.Typer(
+    help="List and show hardware profiles (datasheet and measured ceilings).", no_args_is_help=True
+)
 console = Console()
 
 
@@ -41,8 +43,15 @@ def list_hardware() -> None:
     try:
         for name in hardware_names():
             hw = hardware(name)
-            table.add_row(hw.name, hw.vendor, f"{hw.peak_bf16_flops / 1e12:.1f}", f"{hw.hbm_bw_gbps:.0f}",
-                          f"{hw.hbm_capacity_bytes / 1e9:.0f}", str(hw.compute_units), f"{hw.intra_node_bw_gbps:.0f}")
+            table.add_row(
+                hw.name,
+                hw.vendor,
+                f"{hw.peak_bf16_flops / 1e12:.1f}",
+                f"{hw.hbm_bw_gbps:.0f}",
+                f"{hw.hbm_capacity_bytes / 1e9:.0f}",
+                str(hw.compute_units),
+                f"{hw.intra_node_bw_gbps:.0f}",
+            )
     except ZayaConfigError as err:
         _fail(err)
     console.print(table)

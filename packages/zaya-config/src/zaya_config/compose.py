@@ -1,8 +1,7 @@
 """Compose a config by name from every installed package's config groups, as a Hydra app would."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_module
@@ -35,7 +34,9 @@ def compose(config_name: str = BASE_CONFIG, overrides: Sequence[str] = (), *, va
         try:
             cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
         except (HydraException, OmegaConfBaseException) as err:
-            raise ZayaConfigError(f"cannot compose config {config_name!r} with overrides {list(overrides)}: {err}") from None
+            raise ZayaConfigError(
+                f"cannot compose config {config_name!r} with overrides {list(overrides)}: {err}"
+            ) from None
     try:
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as err:

@@ -24,8 +24,14 @@ class MeasuredHardware:
 
     def validate(self) -> None:
         """Every measured ceiling is positive when present."""
-        for name in ("bf16_matmul_flops", "copy_bw_gbps", "read_bw_gbps", "write_bw_gbps",
-                     "triad_bw_gbps", "allreduce_busbw_gbps"):
+        for name in (
+            "bf16_matmul_flops",
+            "copy_bw_gbps",
+            "read_bw_gbps",
+            "write_bw_gbps",
+            "triad_bw_gbps",
+            "allreduce_busbw_gbps",
+        ):
             positive(f"measured.{name}", getattr(self, name), optional=True)
 
 
@@ -50,9 +56,17 @@ class HardwareProfile:
     def validate(self) -> None:
         """Reject non-physical numbers before a sweep starts."""
         one_of("kind", self.kind, ("gpu", "cpu"))
-        for name in ("peak_bf16_flops", "peak_fp32_flops", "hbm_bw_gbps", "hbm_capacity_bytes",
-                     "compute_units", "l2_cache_bytes", "intra_node_bw_gbps", "inter_node_bw_gbps",
-                     "matmul_tile"):
+        for name in (
+            "peak_bf16_flops",
+            "peak_fp32_flops",
+            "hbm_bw_gbps",
+            "hbm_capacity_bytes",
+            "compute_units",
+            "l2_cache_bytes",
+            "intra_node_bw_gbps",
+            "inter_node_bw_gbps",
+            "matmul_tile",
+        ):
             positive(name, getattr(self, name))
         self.measured.validate()
 

@@ -57,9 +57,7 @@ def validate_node(key: str, node: Any, cls: type) -> Any:
         obj = OmegaConf.to_object(merged)
     except ConfigKeyError as err:
         rel = (err.full_key or "").removeprefix(".") or "?"
-        raise ZayaConfigError(
-            f"invalid config: unknown key {key}.{rel}; allowed: {_allowed_keys(cls, rel)}"
-        ) from None
+        raise ZayaConfigError(f"invalid config: unknown key {key}.{rel}; allowed: {_allowed_keys(cls, rel)}") from None
     except (ValidationError, OmegaConfBaseException) as err:
         rel = (getattr(err, "full_key", None) or "").removeprefix(".")
         value = _select(OmegaConf.create(node) if not isinstance(node, DictConfig) else node, rel) if rel else node

@@ -29,7 +29,7 @@ def build_app() -> typer.Typer:
             Console(stderr=True).print(f"[yellow]warning:[/] cannot load `zaya {ep.name}` from {ep.value}: {err}")
             continue
         package = ep.dist.name if ep.dist else "?"
-        help_text = (sub.info.help or "") + f" [{package}]"
+        help_text = (sub.info.help or "") + f" (from {package})"
         app.add_typer(sub, name=ep.name, help=help_text)
     return app
 

@@ -1,0 +1,53 @@
+# The two commands a fresh machine needs (README): `make pretrain` runs the main job, `make test` the tests.
+# Both set up .venv first: poetry (for the one root lock), torch, then every workspace package editable.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch is installed by pip, not poetry: pip takes the machine's local CPU wheel where there is one
+# (poetry would replace it with the multi-GB CUDA build from the lock).
+TORCH_SPEC ?= torch==2.13.0
+PYTEST_ARGS ?=
+STAMP := $(VENV)/.zaya-setup
+SETUP_INPUTS := pyproject.toml poetry.lock $(wildcard packages/*/pyproject.toml) $(wildcard tools/*/pyproject.toml)
+
+.PHONY: setup system-deps pretrain test lint format lock clean
+
+setup: $(STAMP)
+
+$(STAMP): $(SETUP_INPUTS)
+	@$(MAKE) --no-print-directory system-deps
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade "pip>=24" "poetry>=2.2,<3" "poetry-plugin-export>=1.8,<2"
+	$(BIN)/poetry check --lock
+	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/poetry export --all-groups --all-extras --without-hashes -f requirements.txt -o $(VENV)/requirements.txt
+	# torch and its CUDA runtime wheels come from the line above, not from the lock.
+	grep -v -E '^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z-]+)==' $(VENV)/requirements.txt > $(VENV)/requirements.no-torch.txt
+	$(BIN)/python -m pip install -q -r $(VENV)/requirements.no-torch.txt
+	touch $(STAMP)
+
+# Icarus Verilog for memsim's RTL co-simulation tests (Debian package; needs root or sudo).
+system-deps:
+	@command -v iverilog >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog; }
+
+pretrain: setup
+	$(BIN)/zaya config show
+
+test: setup
+	$(BIN)/pytest -n auto $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+lock:
+	$(BIN)/poetry lock
+
+clean:
+	rm -rf $(VENV) outputs multirun .cache

@@ -1,0 +1,55 @@
+"""The installed `zaya` console script, run as a real subprocess."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ZAYA = shutil.which("zaya", path=str(Path(sys.executable).parent))
+
+
+def zaya(*args: str) -> subprocess.CompletedProcess:
+    assert ZAYA, "the zaya console script is not installed in this environment (pip install -e tools/zaya-cli)"
+    return subprocess.run([ZAYA, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_help_lists_installed_command_groups():
+    result = zaya("--help")
+    assert result.returncode == 0, result.stderr
+    assert "config" in result.stdout and "hardware" in result.stdout
+    assert "(from zaya-config)" in result.stdout  # each group names the package it comes from
+
+
+def test_hardware_show_prints_the_profile():
+    result = zaya("hardware", "show", "mi300x")
+    assert result.returncode == 0, result.stderr
+    for line in ("name: mi300x", "vendor: amd", "compute_units: 304", "hbm_bw_gbps: 5300.0", "measured:"):
+        assert line in result.stdout
+
+
+def test_hardware_list_has_every_preset():
+    result = zaya("hardware", "list")
+    assert result.returncode == 0, result.stderr
+    for name in ("cpu", "h200", "mi300x"):
+        assert name in result.stdout
+
+
+def test_config_show_composes_with_overrides():
+    result = zaya("config", "show", "hardware=h200", "logging.level=DEBUG")
+    assert result.returncode == 0, result.stderr
+    assert "name: h200" in result.stdout and "level: DEBUG" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("config", "show", "hardware.compute_units=-2"), "hardware.compute_units = -2; allowed: a number > 0"),
+        (("hardware", "show", "tpu"), "unknown hardware profile 'tpu'; allowed: one of cpu, h200, mi300x"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(args, message):
+    result = zaya(*args)
+    assert result.returncode == 2
+    assert message in " ".join(result.stderr.split())
