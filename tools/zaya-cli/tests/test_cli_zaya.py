@@ -53,3 +53,19 @@ def test_bad_input_exits_2_with_a_clear_message(args, message):
     result = zaya(*args)
     assert result.returncode == 2
     assert message in " ".join(result.stderr.split())
+
+
+def test_run_starts_a_service_with_its_overrides_and_exit_code(tmp_path, monkeypatch):
+    service = tmp_path / "services" / "echo"
+    service.mkdir(parents=True)
+    (service / "main.py").write_text("import sys\nprint('ARGS', sys.argv[1:])\nsys.exit(3)\n")
+    monkeypatch.setenv("ZAYA_SERVICES_DIR", str(tmp_path / "services"))
+    result = zaya("run", "echo", "a=1", "-m", "b=2,3")
+    assert result.returncode == 3
+    assert "ARGS ['a=1', '-m', 'b=2,3']" in result.stdout
+    listed = zaya("run", "--list")
+    assert listed.returncode == 0 and listed.stdout.startswith("echo\t")
+    missing = zaya("run", "nope")
+    assert (
+        missing.returncode == 2 and "unknown service 'nope'" in missing.stderr and "available: echo" in missing.stderr
+    )

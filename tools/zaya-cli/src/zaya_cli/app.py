@@ -5,13 +5,34 @@ Sub-app modules should import heavy libraries (torch) inside their commands so `
 A package whose sub-app fails to load is reported, not fatal: the other commands keep working.
 """
 
+import subprocess
 import sys
 from importlib.metadata import entry_points
 
 import typer
 from rich.console import Console
 
+from zaya_cli.services import ServiceNotFoundError, find_service, list_services, services_dir
+
 CLI_GROUP = "zaya.cli"
+
+
+def run_service(
+    ctx: typer.Context,
+    service: str = typer.Argument(None, help="Service name (a folder of services/), e.g. pretrain"),
+    list_: bool = typer.Option(False, "--list", "-l", help="List the services and exit"),
+) -> None:
+    """Run a workflow service (a Hydra app); extra arguments are Hydra overrides, `-m` for a sweep."""
+    try:
+        if list_ or service is None:
+            for name, main in list_services(services_dir()).items():
+                typer.echo(f"{name}\t{main}")
+            return
+        main = find_service(service)
+    except ServiceNotFoundError as err:
+        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    raise typer.Exit(code=subprocess.call([sys.executable, str(main), *ctx.args]))
 
 
 def build_app() -> typer.Typer:
@@ -22,6 +43,10 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         pretty_exceptions_enable=False,
     )
+    app.command(
+        "run",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )(run_service)
     for ep in sorted(entry_points(group=CLI_GROUP), key=lambda e: e.name):
         try:
             sub = ep.load()
