@@ -1,0 +1,140 @@
+"""CCA attention of ZAYA1 (Compressed Convolutional Attention, arXiv 2510.04476) with GQA.
+
+Order of operations (matches HF `ZayaAttention` / `ZayaCCAProjection`):
+1. padding tokens are zeroed (so they cannot leak into the conv state of real tokens);
+2. one fused projection gives q | k | v_current | v_delayed (HF keeps four Linear layers);
+3. q/k residual mixing: q_res = (q + k of its KV group) / 2, k_res = mean of q_res over the group;
+4. a causal depthwise conv (kernel cca_time0) then a per-head grouped conv (kernel cca_time1) over the
+   concatenated q|k channels; q = conv_q + q_res, k = conv_k + k_res;
+5. value = [v_current(t) | v_delayed(t-1)] viewed as K heads (the first half of the heads carry the
+   current token, the second half the previous token's delayed projection);
+6. q, k L2-normalised to norm sqrt(d); k scaled by a learned per-KV-head temperature;
+7. partial RoPE on the first rotary_dim channels; SDPA (GQA, causal); output projection.
+
+The convs run channels-last as matmuls over unfolded windows: no [B, C, T] transposes, and the grouped
+conv becomes one batched GEMM per head group.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zaya_model.cache import ZayaCache
+from zaya_model.config import ZayaConfig
+from zaya_model.layers import apply_partial_rope
+
+
+class ZayaCCAttention(nn.Module):
+    """CCA + GQA self-attention for one layer."""
+
+    def __init__(self, config: ZayaConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = config.head_dim
+        self.groups = config.kv_groups
+        self.q_size, self.kv_size = config.q_size, config.kv_size
+        self.k0, self.k1 = config.cca_time0, config.cca_time1
+        self.state_len = config.conv_state_len
+        channels = config.conv_channels
+        bias = config.attention_bias
+        self.qkv = nn.Linear(config.hidden_size, self.q_size + 2 * self.kv_size, bias=bias)
+        # Stored in nn.Conv1d layout so checkpoints map 1:1 to HF: [C, 1, k0] and [C, d, k1].
+        self.conv_depthwise_weight = nn.Parameter(torch.empty(channels, 1, self.k0))
+        self.conv_depthwise_bias = nn.Parameter(torch.zeros(channels))
+        self.conv_grouped_weight = nn.Parameter(torch.empty(channels, self.head_dim, self.k1))
+        self.conv_grouped_bias = nn.Parameter(torch.zeros(channels))
+        self.key_temperature = nn.Parameter(torch.ones(self.num_kv_heads))
+        self.out = nn.Linear(self.q_size, config.hidden_size, bias=bias)
+
+    # ---------------------------------------------------------------- CCA pieces
+    def _causal_convs(self, qk_BPC: torch.Tensor) -> torch.Tensor:
+        """Depthwise then grouped causal conv over [B, P + T, C] (P past inputs in front); returns [B, T, C]."""
+        B, L, C = qk_BPC.shape
+        dtype = qk_BPC.dtype
+        w_dw = self.conv_depthwise_weight.to(dtype)[:, 0, :]  # [C, k0]
+        windows = qk_BPC.unfold(1, self.k0, 1)  # [B, L - k0 + 1, C, k0]
+        mid = (windows * w_dw).sum(-1) + self.conv_depthwise_bias.to(dtype)
+        G, d = C // self.head_dim, self.head_dim
+        T = L - self.state_len
+        windows = mid.view(B, -1, G, d).unfold(1, self.k1, 1)  # [B, T, G, d_in, k1]
+        w_g = self.conv_grouped_weight.to(dtype).view(G, d, d * self.k1)  # [G, d_out, d_in * k1]
+        out = torch.einsum("btgx,gox->btgo", windows.reshape(B, T, G, d * self.k1), w_g)
+        return out.reshape(B, T, C) + self.conv_grouped_bias.to(dtype)
+
+    def project(
+        self, x_BTD: torch.Tensor, cache: ZayaCache | None, conv_mask_BT: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """CCA q/k/v as [B, T, H, d], [B, T, K, d], [B, T, K, d] (before q/k norm and RoPE)."""
+        if conv_mask_BT is not None:
+            x_BTD = x_BTD * conv_mask_BT[:, :, None].to(x_BTD.dtype)
+        B, T, _ = x_BTD.shape
+        H, K, d, G = self.num_heads, self.num_kv_heads, self.head_dim, self.groups
+        qkv = self.qkv(x_BTD)
+        qk_BTC = qkv[..., : self.q_size + self.kv_size]
+        v_cur, v_del = qkv[..., self.q_size + self.kv_size :].split(self.kv_size // 2, dim=-1)
+
+        q_res = (qkv[..., : self.q_size].view(B, T, K, G, d) + qk_BTC[..., self.q_size :].view(B, T, K, 1, d)) * 0.5
+        k_res = q_res.mean(dim=3)
+
+        state = cache.layers[self.layer_idx] if cache is not None else None
+        if state is not None and state.conv_state is not None:
+            past = state.conv_state.to(qk_BTC.dtype)
+        else:
+            past = qk_BTC.new_zeros(B, self.state_len, qk_BTC.shape[-1])
+        qk_full = torch.cat((past, qk_BTC), dim=1)
+        if state is not None:
+            state.conv_state = qk_full[:, qk_full.shape[1] - self.state_len :].detach().clone()
+        conv = self._causal_convs(qk_full)
+        q = conv[..., : self.q_size].view(B, T, H, d) + q_res.reshape(B, T, H, d)
+        k = conv[..., self.q_size :].view(B, T, K, d) + k_res
+
+        if state is not None and state.delayed_value is not None:
+            first = state.delayed_value.to(v_del.dtype)[:, None]
+        else:  # the token before the first one is an all-zero input: its delayed projection is the bias
+            first = self._delayed_value_of_zero(v_del).expand(B, 1, -1)
+        if state is not None:
+            state.delayed_value = v_del[:, -1].detach().clone()
+        v_prev = torch.cat((first, v_del[:, :-1]), dim=1)
+        v = torch.cat((v_cur, v_prev), dim=-1).view(B, T, K, d)
+        return q, k, v
+
+    def _delayed_value_of_zero(self, like: torch.Tensor) -> torch.Tensor:
+        if self.qkv.bias is None:
+            return like.new_zeros(1, 1, like.shape[-1])
+        return self.qkv.bias[self.q_size + self.kv_size + self.kv_size // 2 :].to(like.dtype).view(1, 1, -1)
+
+    def normalize_qk(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """L2-normalise to norm sqrt(d); keys also get the learned per-KV-head temperature."""
+        eps = torch.finfo(q.dtype).eps
+        scale = self.head_dim**0.5
+        q = q * (scale / q.norm(p=2, dim=-1, keepdim=True).clamp_min(eps))
+        k = k * (scale / k.norm(p=2, dim=-1, keepdim=True).clamp_min(eps))
+        return q, k * self.key_temperature.to(k.dtype)[None, None, :, None]
+
+    # ---------------------------------------------------------------- forward
+    def forward(
+        self,
+        x_BTD: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        attn_mask: torch.Tensor | None,
+        cache: ZayaCache | None = None,
+        conv_mask_BT: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """x [B, T, D] -> [B, T, D]. attn_mask: bool [B, 1, T, S] or None for plain causal attention."""
+        B, T, _ = x_BTD.shape
+        q, k, v = self.project(x_BTD, cache, conv_mask_BT)
+        q, k = self.normalize_qk(q, k)
+        cos, sin = rope
+        q, k = apply_partial_rope(q, cos, sin), apply_partial_rope(k, cos, sin)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        past = cache.length if cache is not None else 0
+        if cache is not None:
+            k, v = cache.append_kv(self.layer_idx, k, v)
+            k, v = k.to(q.dtype), v.to(q.dtype)
+        is_causal = attn_mask is None and past == 0 and T > 1
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, enable_gqa=True)
+        return self.out(out.transpose(1, 2).reshape(B, T, self.q_size))

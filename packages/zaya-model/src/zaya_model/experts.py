@@ -1,0 +1,96 @@
+"""SwiGLU experts with sorted dispatch: tokens are sorted by expert and run as grouped matmuls.
+
+Weights are stacked with the global expert id on dim 0 (`gate_up` [E, 2F, D], gate rows first, then up;
+`down` [E, D, F]), the HF layout, so expert parallelism is a slice on dim 0.
+
+Dispatch: the N = T*k (token, slot) pairs are sorted by class id; the skip class (id E) sorts last and
+is never computed. Two backends:
+- `grouped_mm`: torch's grouped GEMM (`torch._grouped_mm`, CUTLASS on Hopper) on the sorted rows with the
+  per-expert end offsets; no host sync, so it stays inside one compiled graph. Rows past the last offset
+  (skipped pairs) are undefined in the kernel's output and input-gradient, so they are masked to zero on
+  the way in and out.
+- `loop`: one matmul per expert over its contiguous slice (one host sync for the counts).
+Results are put back in token order with an index copy (no atomics) and summed over the k slots.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zaya_model.config import ZayaConfig
+
+_grouped_mm = getattr(F, "grouped_mm", None) or getattr(torch, "_grouped_mm", None)
+
+
+def grouped_mm_available(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether torch's grouped GEMM runs here: CUDA sm90+ in bf16, or a CPU build that implements it."""
+    if _grouped_mm is None:
+        return False
+    if device.type == "cuda":
+        return dtype == torch.bfloat16 and torch.cuda.get_device_capability(device)[0] >= 9
+    if device.type == "cpu":
+        return tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 10)
+    return False
+
+
+class ZayaExperts(nn.Module):
+    """E SwiGLU experts: out = down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, config: ZayaConfig) -> None:
+        super().__init__()
+        E, F_, D = config.num_experts, config.moe_intermediate_size, config.hidden_size
+        self.num_experts = E
+        self.backend = config.moe_backend
+        self.gate_up = nn.Parameter(torch.empty(E, 2 * F_, D))
+        self.down = nn.Parameter(torch.empty(E, D, F_))
+
+    def _compute_dtype(self, x: torch.Tensor) -> torch.dtype:
+        if torch.is_autocast_enabled(x.device.type):
+            return torch.get_autocast_dtype(x.device.type)
+        return x.dtype
+
+    def resolve_backend(self, x: torch.Tensor) -> str:
+        if self.backend != "auto":
+            return self.backend
+        return "grouped_mm" if grouped_mm_available(x.device, self._compute_dtype(x)) else "loop"
+
+    def forward(self, x_TD: torch.Tensor, choice_Nk: torch.Tensor, weight_Nk: torch.Tensor) -> torch.Tensor:
+        """x [T, D], class ids [T, k] (E = skip), weights [T, k] -> [T, D] in the compute dtype."""
+        T, k = choice_Nk.shape
+        E = self.num_experts
+        dtype = self._compute_dtype(x_TD)
+        ids = choice_Nk.reshape(-1)
+        order = torch.argsort(ids, stable=True)
+        counts = torch.zeros(E + 1, dtype=torch.int64, device=ids.device).index_add_(0, ids, torch.ones_like(ids))
+        x_sorted = x_TD.to(dtype)[order // k]
+        w_gu, w_dn = self.gate_up.to(dtype), self.down.to(dtype)
+        if self.resolve_backend(x_TD) == "grouped_mm":
+            y_sorted = self._grouped(x_sorted, counts, w_gu, w_dn)
+        else:
+            y_sorted = self._loop(x_sorted, counts, w_gu, w_dn)
+        y_sorted = y_sorted * weight_Nk.reshape(-1)[order, None].to(dtype)
+        y = torch.empty_like(y_sorted).index_copy_(0, order, y_sorted)
+        return y.view(T, k, -1).sum(dim=1) if k > 1 else y
+
+    def _grouped(
+        self, x_ND: torch.Tensor, counts: torch.Tensor, w_gu: torch.Tensor, w_dn: torch.Tensor
+    ) -> torch.Tensor:
+        offsets = torch.cumsum(counts[: self.num_experts], dim=0).to(torch.int32)
+        routed = (torch.arange(x_ND.shape[0], device=x_ND.device) < offsets[-1])[:, None]
+        x_ND = torch.where(routed, x_ND, 0.0)
+        h = _grouped_mm(x_ND, w_gu.transpose(-2, -1), offs=offsets)
+        gate, up = h.chunk(2, dim=-1)
+        y = _grouped_mm(F.silu(gate) * up, w_dn.transpose(-2, -1), offs=offsets)
+        return torch.where(routed, y, 0.0)
+
+    def _loop(self, x_ND: torch.Tensor, counts: torch.Tensor, w_gu: torch.Tensor, w_dn: torch.Tensor) -> torch.Tensor:
+        outputs = []
+        for e, chunk in enumerate(x_ND.split(counts.tolist())):
+            if e == self.num_experts:  # skipped pairs: no compute
+                outputs.append(torch.zeros_like(chunk))
+                continue
+            gate, up = (chunk @ w_gu[e].T).chunk(2, dim=-1)
+            outputs.append((F.silu(gate) * up) @ w_dn[e].T)
+        return torch.cat(outputs)

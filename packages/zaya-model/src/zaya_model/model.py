@@ -1,0 +1,252 @@
+"""ZAYA1 (arXiv 2511.17127): a mixture-of-experts decoder with CCA attention and the ZAYA router.
+
+What is notable, top to bottom:
+- token embeddings get a learned per-channel scale and bias; from there the residual stream is fp32;
+- each block: pre-RMSNorm -> CCA attention -> residual scaling; pre-RMSNorm -> MoE -> residual scaling,
+  where residual scaling is (branch + b) * s + (residual + b') * s' with learned per-channel b, s, b', s';
+- the router of layer l sees an exponential depth average of the router states of layers < l;
+- top-k routing over E experts plus a skip route that computes nothing (ZAYA1 uses k = 1);
+- aux-loss-free bias balancing, driven by the trainer through `update_router_biases`;
+- final RMSNorm, LM head tied to the embeddings; logits are returned in fp32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from zaya_model.attention import ZayaCCAttention
+from zaya_model.balancing import all_reduce_counts, bias_step, load_fractions
+from zaya_model.cache import ZayaCache
+from zaya_model.config import ZayaConfig
+from zaya_model.errors import ZayaModelError
+from zaya_model.experts import ZayaExperts
+from zaya_model.generation import generate_tokens
+from zaya_model.layers import ZayaEmbeddingScaling, ZayaResidualScaling, ZayaRMSNorm, rope_cos_sin, rope_inv_freq
+from zaya_model.router import ZayaRouter
+
+
+class ZayaMoE(nn.Module):
+    """Router + experts: returns the weighted expert output and the router state for the next layer."""
+
+    def __init__(self, config: ZayaConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.router = ZayaRouter(config, layer_idx)
+        self.experts = ZayaExperts(config)
+
+    def forward(
+        self, x_BTD: torch.Tensor, prev_state: torch.Tensor | None, token_mask_BT: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        B, T, D = x_BTD.shape
+        choice, weights, state = self.router(x_BTD, prev_state, token_mask_BT)
+        y = self.experts(x_BTD.reshape(B * T, D), choice, weights)
+        return y.view(B, T, D), state
+
+
+class ZayaDecoderLayer(nn.Module):
+    """One ZAYA1 block (see the module docstring); the unit to compile and to checkpoint."""
+
+    def __init__(self, config: ZayaConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.attn_norm = ZayaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.attn = ZayaCCAttention(config, layer_idx)
+        self.attn_residual = ZayaResidualScaling(config.hidden_size)
+        self.moe_norm = ZayaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.moe = ZayaMoE(config, layer_idx)
+        self.moe_residual = ZayaResidualScaling(config.hidden_size)
+
+    def forward(
+        self,
+        resid_BTD: torch.Tensor,
+        router_state: torch.Tensor | None,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        attn_mask: torch.Tensor | None = None,
+        cache: ZayaCache | None = None,
+        token_mask_BT: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        attn_out = self.attn(self.attn_norm(resid_BTD), rope, attn_mask, cache, token_mask_BT)
+        resid_BTD = self.attn_residual(attn_out, resid_BTD)
+        moe_out, router_state = self.moe(self.moe_norm(resid_BTD), router_state, token_mask_BT)
+        return self.moe_residual(moe_out, resid_BTD), router_state
+
+
+class ZayaForCausalLM(nn.Module):
+    """The ZAYA1 language model: `forward(input_ids) -> logits [B, T, V]` in fp32."""
+
+    def __init__(self, config: ZayaConfig) -> None:
+        super().__init__()
+        self.config = config
+        D = config.hidden_size
+        self.embed = nn.Embedding(config.vocab_size, D)
+        self.embed_scaling = ZayaEmbeddingScaling(D)
+        self.layers = nn.ModuleList(ZayaDecoderLayer(config, i) for i in range(config.num_hidden_layers))
+        self.final_norm = ZayaRMSNorm(D, config.rms_norm_eps)
+        self.lm_head = nn.Linear(D, config.vocab_size, bias=config.lm_head_bias)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.embed.weight
+        self.register_buffer("rope_inv_freq", rope_inv_freq(config.rotary_dim, config.rope_theta), persistent=False)
+        self.reset_parameters()
+
+    # ---------------------------------------------------------------- init
+    @torch.no_grad()
+    def reset_parameters(self, seed: int | None = None) -> None:
+        """Normal(0, initializer_range) for matrices and conv kernels, ones/zeros for scales/biases."""
+        gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        std = self.config.initializer_range
+        for name, p in self.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            if p.ndim >= 2 or leaf in ("conv_depthwise_weight", "conv_grouped_weight"):
+                p.copy_(torch.randn(p.shape, generator=gen) * std)
+            elif leaf in ("weight", "branch_scale", "residual_scale", "scale", "depth_scale", "key_temperature"):
+                p.fill_(1.0)
+            else:
+                p.zero_()
+
+    # ---------------------------------------------------------------- positions and RoPE
+    @property
+    def max_positions(self) -> int:
+        """Longest sequence (past + new) the model accepts; the phased recipe raises it with RoPE theta."""
+        return self.config.max_position_embeddings
+
+    @max_positions.setter
+    def max_positions(self, value: int) -> None:
+        self.config = self.config.replace(max_position_embeddings=int(value))
+
+    def set_rope_theta(self, theta: float) -> None:
+        """Change the RoPE base (e.g. 10k -> 1M for the 32k-context phase); recomputes the frequencies."""
+        self.config = self.config.replace(rope_theta=float(theta))
+        self.rope_inv_freq = rope_inv_freq(self.config.rotary_dim, theta).to(self.rope_inv_freq.device)
+
+    def new_cache(self, batch_size: int, max_len: int, dtype: torch.dtype | None = None) -> ZayaCache:
+        """An empty decode cache on the model's device."""
+        dtype = dtype or self.embed.weight.dtype
+        return ZayaCache(self.config, batch_size, max_len, device=self.embed.weight.device, dtype=dtype)
+
+    # ---------------------------------------------------------------- forward
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        cache: ZayaCache | None = None,
+    ) -> torch.Tensor:
+        """Logits [B, T, V] in fp32.
+
+        attention_mask: [B, past + T] with 1 for real tokens, 0 for (left) padding (HF convention);
+        position_ids: [B, T] or [T], default past + arange(T); cache: a `ZayaCache` to read and extend.
+        """
+        hidden = self.hidden_states(input_ids, attention_mask, position_ids, cache)
+        logits = self.lm_head(self.final_norm(hidden))
+        return logits.float()
+
+    def hidden_states(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        cache: ZayaCache | None = None,
+    ) -> torch.Tensor:
+        """The fp32 residual stream after the last block (before the final norm)."""
+        if input_ids.ndim != 2:
+            raise ZayaModelError(f"input_ids must be [batch, seq], got shape {tuple(input_ids.shape)}")
+        B, T = input_ids.shape
+        past = cache.length if cache is not None else 0
+        if cache is not None:
+            cache.check_room(T, B)
+        if past + T > self.max_positions:
+            raise ZayaModelError(
+                f"sequence of {past + T} positions exceeds max_positions {self.max_positions}; "
+                "raise model.max_positions (and set_rope_theta) for longer contexts"
+            )
+        if position_ids is None:
+            position_ids = torch.arange(past, past + T, device=input_ids.device)
+        position_ids = position_ids.expand(B, T) if position_ids.ndim == 1 else position_ids
+        attn_mask, token_mask = self._masks(attention_mask, B, T, past, input_ids.device)
+        rope = rope_cos_sin(position_ids, self.rope_inv_freq)
+        resid = self.embed_scaling(self.embed(input_ids))
+        router_state = None
+        for layer in self.layers:
+            resid, router_state = layer(resid, router_state, rope, attn_mask, cache, token_mask)
+        if cache is not None:
+            cache.advance(T)
+        return resid
+
+    @staticmethod
+    def _masks(
+        attention_mask: torch.Tensor | None, B: int, T: int, past: int, device: torch.device
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """(SDPA bool mask [B, 1, T, S] or None for plain causal; padding mask of the new tokens [B, T] or None)."""
+        S = past + T
+        if attention_mask is not None:
+            if attention_mask.shape != (B, S):
+                raise ZayaModelError(
+                    f"attention_mask must be [batch, past + new] = [{B}, {S}], got {tuple(attention_mask.shape)}"
+                )
+            if bool(attention_mask.all()):
+                attention_mask = None
+        if attention_mask is None and (past == 0 or T == 1):
+            return None, None
+        q_pos = torch.arange(past, S, device=device)[:, None]
+        k_pos = torch.arange(S, device=device)[None, :]
+        allowed = (k_pos <= q_pos)[None, None]
+        if attention_mask is None:
+            return allowed, None
+        valid = attention_mask.to(torch.bool)
+        # A padding query still sees itself, so its row never turns to NaN (its output is discarded).
+        allowed = allowed & (valid[:, None, None, :] | (k_pos == q_pos)[None, None])
+        return allowed, valid[:, past:]
+
+    # ---------------------------------------------------------------- router balancing
+    def expert_load(self) -> torch.Tensor:
+        """Fractions [L, E + 1] of the (token, slot) pairs each class got since the last bias update."""
+        return load_fractions(self._load_counts())
+
+    def _load_counts(self) -> torch.Tensor:
+        return torch.stack([layer.moe.router.load_counts for layer in self.layers])
+
+    @torch.no_grad()
+    def update_router_biases(self, process_group: Any | None = None) -> torch.Tensor:
+        """All-reduce the load counts (if distributed), apply the balancing step, reset the counts.
+
+        Call once per optimizer step; counts accumulate over micro-batches. Returns the global fractions
+        [L, E + 1] the step was based on.
+        """
+        counts = all_reduce_counts(self._load_counts(), process_group)
+        for layer, layer_counts in zip(self.layers, counts, strict=True):
+            bias_step(layer.moe.router, layer_counts, self.config)
+            layer.moe.router.load_counts.zero_()
+        return load_fractions(counts)
+
+    # ---------------------------------------------------------------- speed and generation
+    def compile_blocks(self, **compile_kwargs: Any) -> ZayaForCausalLM:
+        """torch.compile every decoder block in place (the blocks are identical, so one graph is reused)."""
+        for i, layer in enumerate(self.layers):
+            self.layers[i] = torch.compile(layer, **compile_kwargs)
+        return self
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        attention_mask: torch.Tensor | None = None,
+        eos_token_id: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Prompt + up to max_new_tokens tokens [B, T + n]; greedy at temperature 0, else top-p sampling.
+
+        Batched prompts are left-padded with `attention_mask` marking real tokens. Sequences that emitted
+        `eos_token_id` are filled with it afterwards; generation stops when all have.
+        """
+        return generate_tokens(
+            self, input_ids, max_new_tokens, temperature, top_p, attention_mask, eos_token_id, generator
+        )
+
+
+def build_model(cfg: ZayaConfig | dict[str, Any] | Any) -> ZayaForCausalLM:
+    """The one builder: a ZayaConfig, a dict, or an omegaconf DictConfig of the `model` group."""
+    return ZayaForCausalLM(ZayaConfig.from_dict(cfg))

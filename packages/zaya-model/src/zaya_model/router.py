@@ -1,0 +1,70 @@
+"""The ZAYA router: a small MLP on a depth-averaged low-rank state, over num_experts + 1 classes.
+
+- down-projection D -> R; exponential depth averaging (EDA): r_l = down(x) + gamma_l * r_{l-1}, where
+  r_{l-1} is the previous layer's router state and gamma_l a learned per-channel scale (layer 0 has none);
+  r_l is passed on to the next layer;
+- RMSNorm, two GELU layers of width R, logits over E + 1 classes (class E is the skip route: no compute);
+- softmax; top-k on the probabilities plus detached balancing biases (aux-loss-free balancing, the biases
+  steer selection only); the chosen experts are weighted by their unbiased probability, skip weighs 0.
+
+In training mode the router adds the chosen classes of the batch to `load_counts` (float64, [E + 1]) for
+`ZayaForCausalLM.update_router_biases`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zaya_model.config import ZayaConfig
+from zaya_model.layers import ZayaRMSNorm
+
+
+class ZayaRouter(nn.Module):
+    """Chooses top-k of E experts + skip per token; keeps the balancing biases and the load counts."""
+
+    def __init__(self, config: ZayaConfig, layer_idx: int) -> None:
+        super().__init__()
+        R, classes = config.router_hidden_size, config.num_experts + 1
+        self.num_experts = config.num_experts
+        self.top_k = config.num_experts_per_tok
+        self.down = nn.Linear(config.hidden_size, R, bias=True)
+        self.depth_scale = nn.Parameter(torch.ones(R)) if layer_idx > 0 else None
+        self.norm = ZayaRMSNorm(R, config.rms_norm_eps)
+        self.fc1 = nn.Linear(R, R, bias=True)
+        self.fc2 = nn.Linear(R, R, bias=True)
+        self.out = nn.Linear(R, classes, bias=False)
+        biases = torch.zeros(classes, dtype=torch.float32)
+        biases[-1] = config.skip_bias_init
+        self.register_buffer("balancing_biases", biases)
+        # The bias-balancing step's moment estimates (persistent: a resumed run continues the same step).
+        self.register_buffer("bias_first_moment", torch.zeros(config.num_experts, dtype=torch.float32))
+        self.register_buffer("bias_second_moment", torch.zeros(config.num_experts, dtype=torch.float32))
+        self.register_buffer("bias_steps", torch.zeros((), dtype=torch.float32))
+        self.register_buffer("load_counts", torch.zeros(classes, dtype=torch.float64), persistent=False)
+
+    def forward(
+        self, x_BTD: torch.Tensor, prev_state_BTR: torch.Tensor | None, token_mask_BT: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Returns (class ids [B*T, k] in [0, E], with E = skip; weights [B*T, k]; router state [B, T, R])."""
+        state = self.down(x_BTD)
+        if self.depth_scale is not None and prev_state_BTR is not None:
+            state = state + prev_state_BTR * self.depth_scale
+        h = F.gelu(self.fc1(self.norm(state)))
+        h = F.gelu(self.fc2(h))
+        probs = torch.softmax(self.out(h), dim=-1, dtype=torch.float32)
+        probs_NC = probs.reshape(-1, probs.shape[-1])
+        choice = torch.topk(probs_NC.detach() + self.balancing_biases, self.top_k, dim=-1).indices
+        weights = torch.gather(probs_NC, 1, choice)
+        weights = weights.masked_fill(choice == self.num_experts, 0.0)
+        if self.training:
+            self._count(choice, token_mask_BT)
+        return choice, weights, state
+
+    @torch.no_grad()
+    def _count(self, choice_Nk: torch.Tensor, token_mask_BT: torch.Tensor | None) -> None:
+        ones = torch.ones_like(choice_Nk, dtype=torch.float64)
+        if token_mask_BT is not None:
+            ones = ones * token_mask_BT.reshape(-1, 1).to(torch.float64)
+        self.load_counts.index_add_(0, choice_Nk.reshape(-1), ones.reshape(-1))
