@@ -1,0 +1,231 @@
+"""Structured configs of collbench (Hydra schemas under the `bench` and `sizing` keys).
+
+Defaults run on a laptop CPU in seconds; presets in `conf/bench/` and `conf/sizing/` scale them up.
+`validate()` raises `ZayaConfigError` naming the key, the bad value and what is allowed; zaya_config is
+imported inside it so the benchmark scripts can use these dataclasses on machines without Hydra.
+"""
+
+from dataclasses import dataclass, field
+
+TORCH_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
+NCCL_TESTS_COLLECTIVES = TORCH_COLLECTIVES + ("reduce", "sendrecv", "gather", "scatter")
+BACKENDS = ("gloo", "nccl", "auto", "nccl-tests")
+DTYPES = ("float32", "bfloat16", "float16", "float64", "int32", "int64", "int8", "uint8")
+MEMBW_KERNELS = ("copy", "read", "write", "triad")
+
+
+def _checks():
+    from zaya_config import checks
+
+    return checks
+
+
+def _invalid(key: str, value: object, allowed: str) -> Exception:
+    from zaya_config.errors import invalid
+
+    return invalid(key, value, allowed)
+
+
+@dataclass
+class CollectivesConfig:
+    """A collective sweep: which ops, which sizes, how many ranks, how it is timed and checked."""
+
+    enabled: bool = True
+    backend: str = "gloo"  # gloo | nccl | auto (nccl on GPU, else gloo) | nccl-tests (the binaries)
+    collectives: list[str] = field(
+        default_factory=lambda: ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]
+    )
+    dtypes: list[str] = field(default_factory=lambda: ["float32"])
+    min_bytes: str = "1K"
+    max_bytes: str = "64K"
+    step_factor: float = 2.0
+    step_bytes: str = "0"  # > 0 switches from a factor to a fixed step (nccl-tests -i)
+    in_place: list[bool] = field(default_factory=lambda: [False, True])
+    rank_counts: list[int] = field(default_factory=lambda: [2])  # several GPU counts in one launch
+    warmup_iters: int = 2
+    iters: int = 5
+    check: bool = True
+    timeout_s: float = 120.0
+    binary_dir: str = ""  # nccl-tests: folder of all_reduce_perf ...; empty = PATH
+    mpirun: str = ""  # nccl-tests: launcher prefix, e.g. "mpirun -np 8"; empty = run the binary directly
+    gpus_per_process: int = 1  # nccl-tests -g
+
+    def validate(self) -> None:
+        """Known collectives and dtypes for the backend, ordered sizes, at least 2 ranks."""
+        from collbench.errors import CollbenchError
+        from collbench.sizes import parse_size
+
+        c = _checks()
+        c.one_of("backend", self.backend, BACKENDS)
+        allowed = NCCL_TESTS_COLLECTIVES if self.backend == "nccl-tests" else TORCH_COLLECTIVES
+        for i, name in enumerate(self.collectives):
+            if name not in allowed:
+                raise _invalid(f"collectives[{i}]", name, f"one of {', '.join(allowed)} (backend {self.backend})")
+        for i, name in enumerate(self.dtypes):
+            c.one_of(f"dtypes[{i}]", name, DTYPES)
+        try:
+            lo, hi = parse_size(self.min_bytes), parse_size(self.max_bytes)
+            parse_size(self.step_bytes)
+        except CollbenchError as err:
+            raise _invalid("min_bytes/max_bytes", f"{self.min_bytes}..{self.max_bytes}", str(err)) from None
+        if lo > hi:
+            raise _invalid("min_bytes", self.min_bytes, f"a size <= max_bytes ({self.max_bytes}); sizes out of order")
+        if parse_size(self.step_bytes) == 0 and self.step_factor <= 1:
+            raise _invalid("step_factor", self.step_factor, "a number > 1")
+        for i, n in enumerate(self.rank_counts):
+            if n < 2:
+                raise _invalid(f"rank_counts[{i}]", n, "an integer >= 2 (a collective needs two ranks)")
+        c.positive("iters", self.iters)
+        c.non_negative("warmup_iters", self.warmup_iters)
+        c.positive("timeout_s", self.timeout_s)
+        c.positive("gpus_per_process", self.gpus_per_process)
+
+
+@dataclass
+class GemmConfig:
+    """A GEMM sweep: square grid, the model's own shapes, and an N sweep across tile and wave boundaries."""
+
+    enabled: bool = True
+    dtype: str = "bfloat16"
+    square_sizes: list[int] = field(default_factory=lambda: [64, 128, 256])
+    quant_m: int = 128  # the N sweep's fixed M and K
+    quant_k: int = 128
+    quant_n_min: int = 64
+    quant_n_max: int = 512
+    quant_n_step: int = 32
+    tokens: int = 256  # rows of the model's projection GEMMs
+    tokens_per_expert: int = 64
+    warmup_iters: int = 2
+    iters: int = 5
+
+    def validate(self) -> None:
+        """Positive sizes and iteration counts."""
+        c = _checks()
+        c.one_of("dtype", self.dtype, ("bfloat16", "float16", "float32"))
+        for i, s in enumerate(self.square_sizes):
+            c.positive(f"square_sizes[{i}]", s)
+        for name in (
+            "quant_m",
+            "quant_k",
+            "quant_n_min",
+            "quant_n_max",
+            "quant_n_step",
+            "tokens",
+            "tokens_per_expert",
+            "iters",
+        ):
+            c.positive(name, getattr(self, name))
+        if self.quant_n_min > self.quant_n_max:
+            raise _invalid("quant_n_min", self.quant_n_min, f"<= quant_n_max ({self.quant_n_max})")
+
+
+@dataclass
+class MembwConfig:
+    """Memory bandwidth: copy/read/write/triad over buffer sizes from cache-resident to large."""
+
+    enabled: bool = True
+    kernels: list[str] = field(default_factory=lambda: list(MEMBW_KERNELS))
+    min_bytes: str = "4K"
+    max_bytes: str = "4M"
+    step_factor: float = 4.0
+    warmup_iters: int = 2
+    iters: int = 5
+
+    def validate(self) -> None:
+        """Known kernels, ordered sizes."""
+        from collbench.sizes import parse_size
+
+        c = _checks()
+        for i, k in enumerate(self.kernels):
+            c.one_of(f"kernels[{i}]", k, MEMBW_KERNELS)
+        if parse_size(self.min_bytes) > parse_size(self.max_bytes):
+            raise _invalid("min_bytes", self.min_bytes, f"a size <= max_bytes ({self.max_bytes}); sizes out of order")
+        if self.step_factor <= 1:
+            raise _invalid("step_factor", self.step_factor, "a number > 1")
+        c.positive("iters", self.iters)
+
+
+@dataclass
+class BenchConfig:
+    """What `services/characterize` runs (config key `bench`)."""
+
+    device: str = "auto"  # auto | cpu | cuda
+    seed: int = 0
+    collectives: CollectivesConfig = field(default_factory=CollectivesConfig)
+    gemm: GemmConfig = field(default_factory=GemmConfig)
+    membw: MembwConfig = field(default_factory=MembwConfig)
+
+    def validate(self) -> None:
+        """Every part validates; errors carry the part's prefix."""
+        _checks().one_of("device", self.device, ("auto", "cpu", "cuda"))
+        for prefix in ("collectives", "gemm", "membw"):
+            _prefixed(prefix, getattr(self, prefix).validate)
+
+
+def _prefixed(prefix: str, check) -> None:
+    from zaya_config.errors import ZayaConfigError
+
+    try:
+        check()
+    except ZayaConfigError as err:
+        raise ZayaConfigError(str(err).replace("invalid config: ", f"invalid config: {prefix}.", 1)) from None
+
+
+@dataclass
+class BaseModelDims:
+    """The dense part of the model the MoE study varies (HF-style names, as zaya_model.ZayaConfig)."""
+
+    vocab_size: int = 32000
+    hidden_size: int = 1024
+    num_hidden_layers: int = 8
+    num_attention_heads: int = 8
+    num_key_value_heads: int = 2
+    head_dim: int = 128
+
+
+@dataclass
+class SizingConfig:
+    """The sizing study (config key `sizing`): dims rules and the MoE width study."""
+
+    model: BaseModelDims = field(default_factory=BaseModelDims)
+    num_experts: list[int] = field(default_factory=lambda: [4, 8, 16])
+    expert_widths: list[int] = field(default_factory=lambda: [512, 1024, 2048])
+    top_k: list[int] = field(default_factory=lambda: [1, 2])
+    decode_batches: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64])
+    latency_batch: int = 8  # the batch whose decode latency the Pareto front trades against training
+    train_tokens_per_step: int = 65536
+    seq_len: int = 2048
+    context_len: int = 2048
+    max_total_params: float = 0.0  # 0 = no budget
+    measured_dir: str = ""  # a characterize run dir; its gemm.csv/membw.csv refine the estimates
+    tensor_parallel: int = 1
+
+    def validate(self) -> None:
+        """Positive grid values; top-k not above the expert counts."""
+        c = _checks()
+        for name in ("num_experts", "expert_widths", "top_k", "decode_batches"):
+            values = getattr(self, name)
+            if not values:
+                raise _invalid(name, values, "a non-empty list")
+            for i, v in enumerate(values):
+                c.positive(f"{name}[{i}]", v)
+        if min(self.num_experts) < max(self.top_k) and min(self.num_experts) < min(self.top_k):
+            raise _invalid("top_k", self.top_k, f"values <= the number of experts ({self.num_experts})")
+        for name in ("latency_batch", "train_tokens_per_step", "seq_len", "context_len", "tensor_parallel"):
+            c.positive(name, getattr(self, name))
+        c.non_negative("max_total_params", self.max_total_params)
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+        ):
+            c.positive(f"model.{name}", getattr(self.model, name))
+        if self.model.num_attention_heads % self.model.num_key_value_heads:
+            raise _invalid(
+                "model.num_key_value_heads",
+                self.model.num_key_value_heads,
+                f"a divisor of num_attention_heads ({self.model.num_attention_heads})",
+            )
