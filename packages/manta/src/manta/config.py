@@ -1,0 +1,54 @@
+"""manta's composition settings (config key `manta`), validated at start like every zaya config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zaya_config.checks import in_range, non_negative, positive
+
+
+@dataclass
+class MantaConfig:
+    """Which catalog and embedding model to use, and the knobs of retrieval, solving and diversity."""
+
+    catalog: str = "example"
+    model_path: str | None = None
+    cache_dir: str | None = None
+    max_concepts: int = 4
+    candidates_per_concept: int = 16  # cosine top-k per concept and base family fed to the solver
+    adapters_per_concept: int = 2  # k: at most this many adapters serve one concept
+    min_relevance: float = 0.3  # candidates below this cosine to their concept are dropped
+    separation_weight: float = 0.5  # triplet term: penalty x max cosine to the other concepts
+    coverage_bonus: float = 0.25  # objective reward for each concept served by at least one adapter
+    adapter_penalty: float = 0.1  # objective cost of each adapter (stacking LoRAs degrades images)
+    base_prompt_weight: float = 1.0
+    base_quality_weight: float = 0.3
+    cost_budget: float | None = None
+    batch: int = 4
+    seed: int = 0
+    mask_probability: float = 0.5  # per-concept candidate masking when sampling the batch's plans
+    pool_factor: int = 3  # candidate plans solved per image of the batch
+    min_relative_relevance: float = 0.6  # batch plans keep at least this share of the best plan's relevance
+
+    def validate(self) -> None:
+        """Every knob in its meaningful range."""
+        if not self.catalog:
+            from zaya_config.errors import invalid
+
+            raise invalid("catalog", self.catalog, "a catalog file path or 'example'")
+        for name in ("max_concepts", "candidates_per_concept", "batch", "pool_factor"):
+            positive(name, getattr(self, name))
+        non_negative("adapters_per_concept", self.adapters_per_concept)
+        in_range("min_relevance", self.min_relevance, -1.0, 1.0)
+        for name in (
+            "separation_weight",
+            "coverage_bonus",
+            "adapter_penalty",
+            "base_prompt_weight",
+            "base_quality_weight",
+        ):
+            non_negative(name, getattr(self, name))
+        if self.cost_budget is not None:
+            non_negative("cost_budget", self.cost_budget)
+        in_range("mask_probability", self.mask_probability, 0.0, 1.0)
+        in_range("min_relative_relevance", self.min_relative_relevance, 0.0, 1.0)

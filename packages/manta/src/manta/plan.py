@@ -1,0 +1,126 @@
+"""Composition plans: what one image is generated with (base, adapters with weights, final prompt text)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+
+from manta.catalog import Catalog
+from manta.errors import MantaError
+from manta.index import CatalogIndex
+from manta.limits import PlanCost, ResolvedLimits, plan_cost
+from manta.solver import Selection
+
+
+@dataclass(frozen=True)
+class AdapterChoice:
+    """One adapter of a plan, the concept it serves and the LoRA scale it is applied at."""
+
+    id: str
+    concept: str
+    weight: float
+    relevance: float
+
+
+@dataclass(frozen=True)
+class CompositionPlan:
+    """A base checkpoint and adapters for one image, with its costs on the target hardware."""
+
+    prompt: str
+    prompt_text: str  # the prompt with the adapters' trigger words appended
+    base_id: str
+    base_family: str
+    adapters: tuple[AdapterChoice, ...]
+    concepts: tuple[str, ...]
+    hardware: str
+    vram_bytes: int
+    latency_s: float
+    price: float
+    relevance: float
+    llm_tokens: int = 0
+
+    @property
+    def elements(self) -> frozenset[str]:
+        """The set of models the plan loads (base and adapters): what diversity is measured on."""
+        return frozenset([self.base_id, *(a.id for a in self.adapters)])
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def jaccard_distance(a: frozenset[str], b: frozenset[str]) -> float:
+    """1 - |a & b| / |a | b| (0 for identical sets)."""
+    union = a | b
+    return 1.0 - len(a & b) / len(union) if union else 0.0
+
+
+def adapter_weights(selection: Selection, index: CatalogIndex) -> dict[int, float]:
+    """LoRA scales: within each adapter's range by its score relative to the concept's best, shared by
+    sqrt(adapters on that concept) so stacking two adapters on one concept does not double its strength."""
+    by_concept = defaultdict(list)
+    for pick in selection.picks:
+        by_concept[pick.concept].append(pick)
+    weights = {}
+    for picks in by_concept.values():
+        best = max(p.score for p in picks)
+        share = len(picks) ** 0.5
+        for pick in picks:
+            entry = index.entry(pick.position)
+            raw = entry.weight_min + (entry.weight_max - entry.weight_min) * (pick.score / best)
+            weights[pick.position] = round(min(entry.weight_max, max(entry.weight_min, raw / share)), 3)
+    return weights
+
+
+def plan_from_selection(
+    selection: Selection,
+    index: CatalogIndex,
+    prompt: str,
+    concepts: list[str],
+    limits: ResolvedLimits,
+    llm_tokens: int = 0,
+) -> CompositionPlan:
+    """Turn a solver selection into a plan with weights, trigger words and costs."""
+    base = index.entry(selection.base)
+    weights = adapter_weights(selection, index)
+    picks = sorted(selection.picks, key=lambda p: (p.concept, -p.score))
+    entries = [index.entry(p.position) for p in picks]
+    triggers = [w for e in entries for w in e.trigger_words if w.lower() not in prompt.lower()]
+    cost = plan_cost(base, entries, limits)
+    relevance = sum(p.score for p in picks)
+    return CompositionPlan(
+        prompt=prompt,
+        prompt_text=", ".join([prompt, *dict.fromkeys(triggers)]),
+        base_id=base.id,
+        base_family=base.base_family,
+        adapters=tuple(
+            AdapterChoice(e.id, concepts[p.concept], weights[p.position], round(p.relevance, 4))
+            for p, e in zip(picks, entries, strict=True)
+        ),
+        concepts=tuple(concepts),
+        hardware=limits.name,
+        vram_bytes=cost.vram_bytes,
+        latency_s=cost.latency_s,
+        price=cost.price,
+        relevance=round(relevance, 4),
+        llm_tokens=llm_tokens,
+    )
+
+
+def check_plan(plan: CompositionPlan, catalog: Catalog, limits: ResolvedLimits) -> PlanCost:
+    """Recompute a plan's cost from the catalog; raise when an adapter is for another base family."""
+    base = catalog[plan.base_id]
+    if base.is_adapter:
+        raise MantaError(f"plan base {plan.base_id!r} is an adapter, not a checkpoint")
+    adapters = [catalog[a.id] for a in plan.adapters]
+    for adapter in adapters:
+        if adapter.base_family != base.base_family:
+            raise MantaError(
+                f"adapter {adapter.id!r} is for base family {adapter.base_family!r} but the plan's base "
+                f"{base.id!r} is {base.base_family!r}; pick a {base.base_family} adapter or another base"
+            )
+    return plan_cost(base, adapters, limits)
+
+
+def plans_to_json(plans: list[CompositionPlan]) -> str:
+    return json.dumps([p.to_dict() for p in plans], indent=1)

@@ -1,0 +1,207 @@
+"""The exact composition solver: one base + adapters maximising relevance under the limits (a 0/1 MILP).
+
+Variables: y_b (base b chosen), x_j (candidate j = adapter for one concept chosen), z_c (concept c
+covered, continuous in [0, 1], equal to min(1, sum of its x) at the optimum). Maximise
+    sum_b base_score_b y_b + sum_j score_j x_j + coverage_bonus sum_c z_c
+subject to: exactly one base; <= k adapters per concept; each adapter at most once across concepts;
+adapters only of the chosen base's family; <= max_adapters; VRAM, per-image latency and price within
+budget. Solved by HiGHS through `scipy.optimize.milp`. The constraint matrix is built once per prompt;
+the diversity sampler re-solves it with other scores and masks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from manta.errors import MantaError
+from manta.index import CatalogIndex
+from manta.limits import ResolvedLimits
+from manta.retrieval import Candidate, Retrieval
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_array
+
+_GB = 1e9
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One solved composition: a base row, the chosen candidates, and the objective value."""
+
+    base: int
+    picks: tuple[Candidate, ...]
+    objective: float
+
+    @property
+    def key(self) -> frozenset[int]:
+        return frozenset([self.base, *(c.position for c in self.picks)])
+
+
+def _fmt_limit(name: str, value: float) -> str:
+    return {"vram": f"{value / _GB:.2f} GB", "latency": f"{value:.2f} s", "cost": f"{value:.4f} per image"}[name]
+
+
+_LIMIT_KEYS = {
+    "vram": "manta_hardware.vram_budget_bytes",
+    "latency": "manta_hardware.latency_budget_s",
+    "cost": "manta.cost_budget",
+}
+
+
+class CompositionProblem:
+    """The MILP of one prompt under one set of limits."""
+
+    def __init__(
+        self,
+        index: CatalogIndex,
+        retrieval: Retrieval,
+        limits: ResolvedLimits,
+        adapters_per_concept: int,
+        coverage_bonus: float,
+        adapter_penalty: float = 0.0,
+    ) -> None:
+        self.index, self.retrieval, self.limits = index, retrieval, limits
+        self.bases = sorted(retrieval.base_scores)
+        self.candidates = list(retrieval.candidates)
+        bases = [index.entry(p) for p in self.bases]
+        adapters = [index.entry(c.position) for c in self.candidates]
+        self.base_usage = {
+            "vram": np.array([b.vram_bytes for b in bases], dtype=float),
+            "latency": np.array([limits.image_latency_s(b.step_latency_ms) for b in bases]),
+            "cost": np.array([b.price_per_image for b in bases]),
+        }
+        self.budgets = {
+            "vram": float(limits.vram_budget_bytes),
+            "latency": limits.latency_budget_s,
+            "cost": limits.cost_budget,
+        }
+        self._check_feasible()
+        B, J, C = len(bases), len(adapters), len(retrieval.concepts)
+        self.shape = (B, J, C)
+        rows, cols, vals, lo, hi = [], [], [], [], []
+
+        def add_row(entries: list[tuple[int, float]], low: float, high: float) -> None:
+            r = len(lo)
+            for col, val in entries:
+                rows.append(r)
+                cols.append(col)
+                vals.append(val)
+            lo.append(low)
+            hi.append(high)
+
+        add_row([(b, 1.0) for b in range(B)], 1.0, 1.0)
+        by_concept: dict[int, list[int]] = defaultdict(list)
+        by_adapter: dict[int, list[int]] = defaultdict(list)
+        by_family: dict[str, list[int]] = defaultdict(list)
+        for j, (cand, entry) in enumerate(zip(self.candidates, adapters, strict=True)):
+            by_concept[cand.concept].append(j)
+            by_adapter[cand.position].append(j)
+            by_family[entry.base_family].append(j)
+        for js in by_concept.values():
+            add_row([(B + j, 1.0) for j in js], -np.inf, adapters_per_concept)
+        for js in by_adapter.values():
+            if len(js) > 1:
+                add_row([(B + j, 1.0) for j in js], -np.inf, 1.0)
+        for family, js in by_family.items():
+            big = float(min(len(js), limits.max_adapters))
+            family_bases = [b for b, e in enumerate(bases) if e.base_family == family]
+            add_row([(B + j, 1.0) for j in js] + [(b, -big) for b in family_bases], -np.inf, 0.0)
+        if J:
+            add_row([(B + j, 1.0) for j in range(J)], -np.inf, limits.max_adapters)
+        per_image = limits.image_latency_s(1.0)
+        usage = {
+            "vram": (
+                [b.vram_bytes / _GB for b in bases],
+                [a.vram_bytes / _GB for a in adapters],
+                limits.vram_budget_bytes / _GB,
+            ),
+            "latency": (
+                [per_image * b.step_latency_ms for b in bases],
+                [per_image * a.step_latency_ms for a in adapters],
+                limits.latency_budget_s,
+            ),
+        }
+        if limits.cost_budget is not None:
+            usage["cost"] = (
+                [b.price_per_image for b in bases],
+                [a.price_per_image for a in adapters],
+                limits.cost_budget,
+            )
+        for base_use, adapter_use, budget in usage.values():
+            add_row(
+                [(b, u) for b, u in enumerate(base_use)] + [(B + j, u) for j, u in enumerate(adapter_use)],
+                -np.inf,
+                budget,
+            )
+        for c, js in by_concept.items():
+            add_row([(B + J + c, 1.0)] + [(B + j, -1.0) for j in js], -np.inf, 0.0)
+        matrix = coo_array((vals, (rows, cols)), shape=(len(lo), B + J + C)).tocsr()
+        self._constraint = LinearConstraint(matrix, np.array(lo), np.array(hi))
+        self._integrality = np.r_[np.ones(B + J), np.zeros(C)]
+        self.base_scores = np.array([retrieval.base_scores[p] for p in self.bases])
+        self.scores = np.array([c.score - adapter_penalty for c in self.candidates])
+        self.coverage_bonus = coverage_bonus
+
+    def _check_feasible(self) -> None:
+        """A base alone is always the cheapest plan; if none fits, name the limit(s) that bind."""
+        active = [n for n in ("vram", "latency", "cost") if self.budgets[n] is not None]
+        fits = {n: self.base_usage[n] <= self.budgets[n] * (1 + 1e-9) for n in active}
+        self.fitting_bases = np.logical_and.reduce([fits[n] for n in active])
+        if self.fitting_bases.any():
+            return
+        bases = [self.index.entry(p).id for p in self.bases]
+        for name in active:
+            if not fits[name].any():
+                best = int(np.argmin(self.base_usage[name]))
+                raise MantaError(
+                    f"infeasible limits: the {name} limit binds: {_LIMIT_KEYS[name]} allows "
+                    f"{_fmt_limit(name, self.budgets[name])} (profile {self.limits.name!r}) but the cheapest base "
+                    f"checkpoint, {bases[best]!r}, needs {_fmt_limit(name, self.base_usage[name][best])}; raise "
+                    "that limit or add a smaller checkpoint to the catalog"
+                )
+        for i, first in enumerate(active):
+            for second in active[i + 1 :]:
+                if not (fits[first] & fits[second]).any():
+                    raise MantaError(
+                        f"infeasible limits: the {first} and {second} limits bind together (profile "
+                        f"{self.limits.name!r}): checkpoints within {_LIMIT_KEYS[first]} "
+                        f"({', '.join(b for b, ok in zip(bases, fits[first], strict=True) if ok)}) all exceed "
+                        f"{_LIMIT_KEYS[second]}; relax one of them"
+                    )
+        raise MantaError(
+            f"infeasible limits: no base checkpoint meets {', '.join(_LIMIT_KEYS[n] for n in active)} "
+            f"at once (profile {self.limits.name!r}); relax one of them"
+        )
+
+    def solve(
+        self,
+        scores: np.ndarray | None = None,
+        allowed: np.ndarray | None = None,
+        allowed_bases: np.ndarray | None = None,
+    ) -> Selection:
+        """The optimal selection, optionally with other candidate scores or some candidates or bases masked out."""
+        B, J, C = self.shape
+        score_J = self.scores if scores is None else scores
+        cost = -np.r_[self.base_scores, score_J, np.full(C, self.coverage_bonus)]
+        upper = np.ones(B + J + C)
+        if allowed is not None:
+            upper[B : B + J] = allowed.astype(float)
+        if allowed_bases is not None:
+            upper[:B] = allowed_bases.astype(float)
+        result = milp(
+            cost,
+            constraints=self._constraint,
+            integrality=self._integrality,
+            bounds=Bounds(np.zeros(B + J + C), upper),
+            options={"presolve": True},
+        )
+        if result.status != 0 or result.x is None:
+            raise MantaError(
+                f"the composition solver failed ({result.message}); this is a bug if the limits "
+                "admit a base checkpoint alone, please report it with the prompt and catalog"
+            )
+        x = np.round(result.x).astype(int)
+        base = self.bases[int(np.argmax(x[:B]))]
+        picks = tuple(c for c, chosen in zip(self.candidates, x[B : B + J], strict=True) if chosen)
+        return Selection(base, picks, float(-result.fun))
