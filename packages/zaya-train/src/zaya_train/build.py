@@ -1,0 +1,114 @@
+"""From a composed config to a ready Trainer: validate, join the process group, build the model, check the
+recipe against model and data (every bad input fails here, before any step), prepare the data.
+"""
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from zaya_train.checkpoint.atomic import atomic_write_text
+from zaya_train.config import TrainConfig
+from zaya_train.data.pipeline import prepare_data
+from zaya_train.distributed import DistributedContext, init_distributed
+from zaya_train.errors import ZayaTrainError
+from zaya_train.recipe import RecipeConfig
+from zaya_train.trainer import Trainer
+
+log = logging.getLogger("zaya_train")
+
+
+def check_recipe(recipe: RecipeConfig, train: TrainConfig, max_positions: int, world_size: int) -> None:
+    """Reject a recipe the model, the data sources or the batch layout cannot run, naming the fix."""
+    sources = set(train.data.sources)
+    for i, phase in enumerate(recipe.phases):
+        where = f"recipe.phases[{i}] ({phase.name!r})"
+        if phase.seq_len > max_positions:
+            raise ZayaTrainError(
+                f"{where}: seq_len {phase.seq_len} exceeds the model's {max_positions} positions; "
+                "lower seq_len or raise model.max_position_embeddings"
+            )
+        unknown = sorted(set(phase.mixture) - sources)
+        if unknown:
+            raise ZayaTrainError(
+                f"{where}: mixture names unknown sources {unknown}; train.data.sources defines {sorted(sources)}"
+            )
+        batch = phase.global_batch_size or train.global_batch_size
+        if batch % (train.micro_batch_size * world_size):
+            raise ZayaTrainError(
+                f"{where}: global batch {batch} is not a multiple of micro_batch_size "
+                f"{train.micro_batch_size} x {world_size} ranks; change either"
+            )
+        step_tokens = batch * phase.seq_len
+        if phase.tokens < step_tokens:
+            raise ZayaTrainError(
+                f"{where}: token budget {phase.tokens} is less than one step "
+                f"({batch} sequences x {phase.seq_len} = {step_tokens} tokens); raise tokens"
+            )
+
+
+def _resolve(path: str, root: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else Path(root) / p
+
+
+def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None = None) -> Trainer:
+    """Everything the run needs, checked: the config groups `model`, `train`, `recipe`, `hardware`, `logging`."""
+    from zaya_config import validate_config
+    from zaya_model import build_model, flops_per_token
+
+    objects: dict[str, Any] = validate_config(cfg)
+    for key in ("model", "train", "recipe"):
+        if key not in objects:
+            raise ZayaTrainError(f"config has no `{key}` group; compose one (e.g. {key}=...) in the defaults list")
+    model_cfg, train, recipe = objects["model"], objects["train"], objects["recipe"]
+    ctx = ctx or init_distributed(train.distributed, train.device)
+    torch.manual_seed(train.seed)  # the same initial weights on every rank
+    model = build_model(model_cfg).to(ctx.device)
+    check_recipe(recipe, train, int(model.max_positions), ctx.world_size)
+    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
+    data = prepare_data(
+        train.data,
+        _resolve(train.data.cache_dir, root),
+        is_rank0=ctx.is_rank0,
+        barrier=ctx.barrier,
+        progress=bool(OmegaConf.select(cfg, "logging.progress", default=True)),
+    )
+    if data.tokenizer.vocab_size > model_cfg.vocab_size:
+        raise ZayaTrainError(
+            f"tokenizer vocab {data.tokenizer.vocab_size} exceeds model.vocab_size "
+            f"{model_cfg.vocab_size}; raise model.vocab_size or use a smaller tokenizer"
+        )
+    logging_cfg = objects.get("logging")
+    return Trainer(
+        model,
+        train,
+        recipe,
+        data,
+        ctx,
+        Path(run_dir),
+        hardware=objects.get("hardware"),
+        flops_per_token=lambda seq_len: flops_per_token(model_cfg, seq_len, training=True),
+        log_every=logging_cfg.log_every_steps if logging_cfg else 10,
+        metrics_jsonl=logging_cfg.metrics_jsonl if logging_cfg else True,
+        tensorboard=logging_cfg.tensorboard if logging_cfg else False,
+        progress=logging_cfg.progress if logging_cfg else True,
+    )
+
+
+def run_pretraining(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """Build, train to the end of the recipe, and return the summary (the whole `pretrain` service)."""
+    trainer = build_trainer(cfg, run_dir)
+    try:
+        if trainer.ctx.is_rank0:
+            atomic_write_text(Path(run_dir) / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        summary = trainer.run()
+        if trainer.ctx.is_rank0:
+            atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
+    finally:
+        trainer.close()
+        trainer.ctx.close()
+    return summary

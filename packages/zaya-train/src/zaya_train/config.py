@@ -1,0 +1,184 @@
+"""Structured configs of the `train` group: how a run is executed (data, optimizer, parallelism, cadence).
+
+What is trained over time (phases, context lengths, schedules, mixtures) lives in `recipe.py`; the model
+itself in zaya_model. Defaults run on a laptop CPU.
+"""
+
+from dataclasses import dataclass, field
+
+from zaya_config.checks import in_range, non_negative, one_of, positive
+from zaya_config.errors import invalid
+
+STDLIB = "stdlib"  # source path meaning "the running interpreter's standard library sources"
+
+
+@dataclass
+class SourceConfig:
+    """One named data source: a text file, a folder of text files, a prepared `.zarr` shard, or `stdlib`."""
+
+    path: str = STDLIB
+    glob: str = "**/*.py"
+    exclude: list[str] = field(default_factory=lambda: ["**/site-packages/**"])
+    max_files: int | None = None
+
+    def validate(self) -> None:
+        """A path is given; the file cap is positive."""
+        if not self.path:
+            raise invalid("path", self.path, f"a file, folder, prepared .zarr shard or {STDLIB!r}")
+        positive("max_files", self.max_files, optional=True)
+
+
+@dataclass
+class TokenizerConfig:
+    """Which tokenizer: bytes (no training), BPE trained on the sources, or a local tokenizer.json."""
+
+    kind: str = "byte"  # byte | bpe | file
+    vocab_size: int = 2048  # bpe: target vocabulary including the EOS token
+    path: str | None = None  # file: a tokenizer.json
+    eos_token: str = "<|endoftext|>"
+    train_max_bytes: int = 20_000_000  # bpe: how much source text the tokenizer is trained on
+
+    def validate(self) -> None:
+        """Kind is known, a file tokenizer has a path."""
+        one_of("kind", self.kind, ("byte", "bpe", "file"))
+        positive("vocab_size", self.vocab_size)
+        positive("train_max_bytes", self.train_max_bytes)
+        if self.kind == "file" and not self.path:
+            raise invalid("path", self.path, "a tokenizer.json path when kind is 'file'")
+
+
+@dataclass
+class DataConfig:
+    """The named sources a recipe's mixtures refer to, the tokenizer, and the held-out split."""
+
+    # No default entries: OmegaConf merges dicts key by key, so a default source would join every preset's.
+    sources: dict[str, SourceConfig] = field(default_factory=dict)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    val_fraction: float = 0.05  # share of documents held out for validation (by a hash of their name)
+    cache_dir: str = ".cache/zaya/data"  # prepared shards are reused from here
+    chunk_tokens: int = 1 << 16
+
+    def validate(self) -> None:
+        """At least one source; a validation split exists."""
+        if not self.sources:
+            raise invalid("sources", dict(self.sources), "at least one named source")
+        in_range("val_fraction", self.val_fraction, 1e-6, 0.5)
+        positive("chunk_tokens", self.chunk_tokens)
+        self.tokenizer.validate()
+        for source in self.sources.values():
+            source.validate()
+
+
+@dataclass
+class OptimizerConfig:
+    """AdamW, or Muon for 2-D matrices with AdamW for the rest (one learning rate, RMS-matched)."""
+
+    name: str = "muon"  # adamw | muon
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-8
+    weight_decay: float = 0.1
+    decay_embeddings: bool = False
+    momentum: float = 0.95  # muon
+    nesterov: bool = True  # muon
+    ns_steps: int = 5  # muon: Newton-Schulz iterations
+    rms_scale: float = 0.2  # muon: update RMS matched to AdamW's typical 0.2
+
+    def validate(self) -> None:
+        """Known optimizer, betas and momentum in [0, 1)."""
+        one_of("name", self.name, ("adamw", "muon"))
+        for i, beta in enumerate(self.betas):
+            in_range(f"betas[{i}]", beta, 0.0, 0.999999)
+        in_range("momentum", self.momentum, 0.0, 0.999999)
+        positive("eps", self.eps)
+        non_negative("weight_decay", self.weight_decay)
+        positive("ns_steps", self.ns_steps)
+        positive("rms_scale", self.rms_scale)
+
+
+@dataclass
+class DistributedConfig:
+    """Data parallelism: one code path from one CPU process to many GPUs under torchrun."""
+
+    strategy: str = "auto"  # auto (single when one process, else ddp) | single | ddp | fsdp
+    backend: str = "auto"  # auto (nccl on CUDA, else gloo) | gloo | nccl
+    zero1: bool = False  # ddp: shard optimizer state over ranks (ZeRO-1)
+    reshard_after_forward: bool = True  # fsdp: free gathered params after forward (ZeRO-3) or keep (ZeRO-2)
+    timeout_s: float = 600.0
+
+    def validate(self) -> None:
+        """Known strategy and backend."""
+        one_of("strategy", self.strategy, ("auto", "single", "ddp", "fsdp"))
+        one_of("backend", self.backend, ("auto", "gloo", "nccl"))
+        positive("timeout_s", self.timeout_s)
+
+
+@dataclass
+class CheckpointConfig:
+    """torch.distributed.checkpoint saves: cadence, retention, async, resume."""
+
+    enabled: bool = True
+    every_steps: int = 100
+    keep_last: int = 3
+    async_save: bool = False
+    resume: bool = True
+    dir: str | None = None  # default: <run dir>/checkpoints
+
+    def validate(self) -> None:
+        """Positive cadence and retention."""
+        positive("every_steps", self.every_steps)
+        positive("keep_last", self.keep_last)
+
+
+@dataclass
+class EvalConfig:
+    """Validation loss cadence and the sample generation at the end."""
+
+    every_steps: int = 50
+    sequences: int = 16  # validation windows per source
+    sample_prompt: str = "def "
+    sample_tokens: int = 64
+    sample_temperature: float = 0.0
+
+    def validate(self) -> None:
+        """Positive cadence and sizes."""
+        positive("every_steps", self.every_steps)
+        positive("sequences", self.sequences)
+        non_negative("sample_tokens", self.sample_tokens)
+        non_negative("sample_temperature", self.sample_temperature)
+
+
+@dataclass
+class TrainConfig:
+    """How a pretraining run is executed; `recipe` says what it trains on and for how long."""
+
+    seed: int = 0
+    global_batch_size: int = 8  # sequences per optimizer step over all ranks (a phase may override)
+    micro_batch_size: int = 4  # sequences per forward pass per rank; the rest is gradient accumulation
+    precision: str = "fp32"  # fp32 | bf16 (autocast; fp32 master weights and residual stream)
+    grad_clip: float = 1.0  # max global grad norm; 0 disables
+    device: str = "auto"  # auto | cpu | cuda
+    max_steps: int | None = None  # stop early (smoke runs); the recipe's token budget otherwise
+    data: DataConfig = field(default_factory=DataConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    plots: bool = True
+
+    def validate(self) -> None:
+        """Batch sizes, precision and device are coherent on their own (cross-checks happen at build)."""
+        positive("global_batch_size", self.global_batch_size)
+        positive("micro_batch_size", self.micro_batch_size)
+        if self.global_batch_size % self.micro_batch_size:
+            raise invalid(
+                "global_batch_size", self.global_batch_size, f"a multiple of micro_batch_size ({self.micro_batch_size})"
+            )
+        one_of("precision", self.precision, ("fp32", "bf16"))
+        one_of("device", self.device, ("auto", "cpu", "cuda"))
+        non_negative("grad_clip", self.grad_clip)
+        positive("max_steps", self.max_steps, optional=True)
+        for name in ("data", "optimizer", "distributed", "checkpoint", "eval"):
+            try:
+                getattr(self, name).validate()
+            except ValueError as err:
+                raise type(err)(str(err).replace("invalid config: ", f"invalid config: {name}.", 1)) from None

@@ -1,0 +1,87 @@
+"""From `train.data` to ready token streams: pick or train the tokenizer, prepare (or reuse) one shard per
+source in the cache, and open their train/val splits. Rank 0 prepares while the other ranks wait.
+"""
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from zaya_train.config import DataConfig, SourceConfig
+from zaya_train.data.corpus import Document, fingerprint, iter_texts, list_documents
+from zaya_train.data.shards import TokenShard, TokenStream, write_shard
+from zaya_train.data.tokenizers import Tokenizer, load_tokenizer
+
+
+@dataclass
+class PreparedData:
+    """The run's tokenizer and, per source, its train and validation streams."""
+
+    tokenizer: Tokenizer
+    train: dict[str, TokenStream]
+    val: dict[str, TokenStream]
+    shards: dict[str, Path]
+
+
+def _is_shard(source: SourceConfig) -> bool:
+    return Path(source.path).suffix == ".zarr" and Path(source.path).is_dir()
+
+
+def _shard_path(
+    cache: Path, name: str, source: SourceConfig, docs: list[Document], tokenizer: Tokenizer, cfg: DataConfig
+) -> Path:
+    key = json.dumps(
+        [asdict(source), fingerprint(docs), tokenizer.describe()["fingerprint"], cfg.val_fraction, cfg.chunk_tokens],
+        sort_keys=True,
+        default=str,
+    )
+    return cache / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.zarr"
+
+
+def _prepare(cfg: DataConfig, cache: Path, progress: bool) -> PreparedData:
+    raw = {
+        name: list_documents(src, f"train.data.sources.{name}")
+        for name, src in cfg.sources.items()
+        if not _is_shard(src)
+    }
+    texts = (text for docs in raw.values() for text in iter_texts(docs, cfg.tokenizer.train_max_bytes))
+    tokenizer = load_tokenizer(cfg.tokenizer, texts if cfg.tokenizer.kind == "bpe" else None, cache / "tokenizers")
+    train, val, paths = {}, {}, {}
+    for name, src in sorted(cfg.sources.items()):
+        if _is_shard(src):
+            path = Path(src.path)
+        else:
+            path = _shard_path(cache, name, src, raw[name], tokenizer, cfg)
+            if not path.is_dir():
+                write_shard(
+                    raw[name],
+                    tokenizer,
+                    path,
+                    cfg.val_fraction,
+                    cfg.chunk_tokens,
+                    progress,
+                    description=f"tokenizing {name}",
+                )
+        shard = TokenShard(path)
+        shard.check_tokenizer(tokenizer)
+        train[name], val[name], paths[name] = shard.split("train"), shard.split("val"), path
+    return PreparedData(tokenizer, train, val, paths)
+
+
+def prepare_data(
+    cfg: DataConfig,
+    cache_dir: Path,
+    *,
+    is_rank0: bool = True,
+    barrier: Callable[[], None] = lambda: None,
+    progress: bool = True,
+) -> PreparedData:
+    """Tokenizer and streams for every source; shards are built once (by rank 0) and reused from the cache."""
+    cache = Path(cache_dir)
+    if not is_rank0:
+        barrier()
+    data = _prepare(cfg, cache, progress and is_rank0)
+    if is_rank0:
+        barrier()
+    return data

@@ -1,0 +1,83 @@
+"""Process-group setup from torchrun's environment; one process without torchrun is world size 1."""
+
+import datetime
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from zaya_train.config import DistributedConfig
+from zaya_train.errors import ZayaTrainError
+
+
+@dataclass
+class DistributedContext:
+    """Where this process sits: rank, world size, device, and the chosen data-parallel strategy."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    device: torch.device
+    strategy: str  # single | ddp | fsdp
+    initialized_here: bool = False
+
+    @property
+    def is_rank0(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    def barrier(self) -> None:
+        """Wait for every rank (no-op alone)."""
+        if self.distributed:
+            dist.barrier()
+
+    def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Sum over ranks in place (no-op alone)."""
+        if self.distributed:
+            dist.all_reduce(tensor)
+        return tensor
+
+    def close(self) -> None:
+        """Destroy the process group if this context created it."""
+        if self.initialized_here and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _device(requested: str, local_rank: int) -> torch.device:
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise ZayaTrainError("train.device = 'cuda' but no CUDA device is visible; use train.device=cpu or auto")
+    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    torch.cuda.set_device(local_rank)
+    return torch.device("cuda", local_rank)
+
+
+def init_distributed(cfg: DistributedConfig, device: str = "auto") -> DistributedContext:
+    """Join the process group torchrun describes (RANK, WORLD_SIZE, MASTER_ADDR...) or run alone."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    dev = _device(device, local_rank)
+    strategy = cfg.strategy
+    if strategy == "auto":
+        strategy = "ddp" if world > 1 else "single"
+    if strategy == "single" and world > 1:
+        raise ZayaTrainError(f"train.distributed.strategy = 'single' but WORLD_SIZE = {world}; use ddp or fsdp")
+    initialized_here = False
+    if world > 1 and not dist.is_initialized():
+        backend = cfg.backend if cfg.backend != "auto" else ("nccl" if dev.type == "cuda" else "gloo")
+        if backend == "nccl" and dev.type != "cuda":
+            raise ZayaTrainError("train.distributed.backend = 'nccl' needs CUDA; use gloo on CPU")
+        dist.init_process_group(
+            backend=backend,
+            timeout=datetime.timedelta(seconds=cfg.timeout_s),
+            device_id=dev if dev.type == "cuda" else None,
+        )
+        initialized_here = True
+    if dist.is_initialized():
+        world, rank = dist.get_world_size(), dist.get_rank()
+    return DistributedContext(rank, local_rank, world, dev, strategy, initialized_here)

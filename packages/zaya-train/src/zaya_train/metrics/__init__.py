@@ -1,0 +1,7 @@
+"""Run observability: metrics.jsonl (+ TensorBoard), MFU, end-of-run plots."""
+
+from zaya_train.metrics.mfu import mfu, peak_flops
+from zaya_train.metrics.plots import plot_run
+from zaya_train.metrics.writer import MetricsWriter, read_metrics
+
+__all__ = ["MetricsWriter", "mfu", "peak_flops", "plot_run", "read_metrics"]

@@ -1,0 +1,393 @@
+"""The training loop: one class, one step method, one obvious place per step for hooks.
+
+`Trainer.run()` resumes from the latest checkpoint, then repeats: enter the phase the token count is in
+(RoPE theta, context length, mixture), draw this rank's rows of the next global batch, call the hooks'
+`before_step`, `train_step`, then `after_step` (logging, evaluation, checkpoints, then the hooks'
+`after_step`). Fault-tolerance features (preemption saves, watchdog heartbeats, NaN/spike policies,
+fault injection) plug in as hooks; each hook may define any of `before_step(trainer)`,
+`after_step(trainer, metrics)` and `on_end(trainer, summary)`.
+"""
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from zaya_train.config import TrainConfig
+from zaya_train.data.pipeline import PreparedData
+from zaya_train.data.sampler import MixtureSampler, validation_windows
+from zaya_train.distributed import DistributedContext, parallelize, set_gradient_sync
+from zaya_train.metrics import MetricsWriter, mfu, plot_run
+from zaya_train.optim import build_optimizer, learning_rate
+from zaya_train.recipe import RecipeConfig
+from zaya_train.train_state import TrainProgress, rng_state, set_rng_state
+
+log = logging.getLogger("zaya_train")
+
+
+class Trainer:
+    """Trains a causal LM on a phased recipe under single-process, DDP or FSDP2 data parallelism."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        train: TrainConfig,
+        recipe: RecipeConfig,
+        data: PreparedData,
+        ctx: DistributedContext,
+        run_dir: Path,
+        *,
+        hardware: Any = None,
+        flops_per_token: Callable[[int], float] | None = None,
+        log_every: int = 10,
+        metrics_jsonl: bool = True,
+        tensorboard: bool = False,
+        progress: bool = True,
+    ) -> None:
+        self.cfg, self.recipe, self.data, self.ctx = train, recipe, data, ctx
+        self.run_dir = Path(run_dir)
+        self.hardware, self.flops_per_token = hardware, flops_per_token
+        self.log_every, self.show_progress = log_every, progress and ctx.is_rank0
+        self.model = model
+        self.wrapped = parallelize(model, ctx, train.precision, train.distributed.reshard_after_forward)
+        zero1 = train.distributed.zero1 and ctx.strategy == "ddp"
+        self.zero1 = zero1
+        self.optimizer = build_optimizer(model, train.optimizer, zero1=zero1)
+        self.progress = TrainProgress()
+        self.sampler: MixtureSampler | None = None
+        self.val_windows: dict[str, np.ndarray] = {}
+        self.metrics = MetricsWriter(self.run_dir, enabled=metrics_jsonl and ctx.is_rank0, tensorboard=tensorboard)
+        self.hooks: list[Any] = []
+        self.checkpoints = None
+        if train.checkpoint.enabled:
+            from zaya_train.checkpoint import CheckpointManager
+
+            root = Path(train.checkpoint.dir) if train.checkpoint.dir else self.run_dir / "checkpoints"
+            self.checkpoints = CheckpointManager(
+                root, keep_last=train.checkpoint.keep_last, async_save=train.checkpoint.async_save
+            )
+        self._window_start = (time.perf_counter(), 0)
+        self._last_saved_step = -1
+
+    # ------------------------------------------------------------------ phases
+    @property
+    def phase(self):
+        return self.recipe.phases[self.progress.phase]
+
+    def global_batch_size(self) -> int:
+        """Sequences per optimizer step in the current phase."""
+        return self.phase.global_batch_size or self.cfg.global_batch_size
+
+    def enter_phase(self, index: int, sampler_state: dict | None = None) -> None:
+        """Switch context length, RoPE theta, mixture and LR segment to phase `index`."""
+        phase = self.recipe.phases[index]
+        self.progress.phase = index
+        self.model.set_rope_theta(phase.rope_theta)
+        self.sampler = MixtureSampler(self.data.train, phase.mixture, phase.seq_len, self.cfg.seed, index)
+        if sampler_state is not None:
+            self.sampler.load_state_dict(sampler_state)
+        world = self.ctx.world_size
+        windows = validation_windows(self.data.val, phase.seq_len, max(self.cfg.eval.sequences, world))
+        # Every rank must run the same number of forwards (FSDP gathers per forward): a multiple of world.
+        self.val_windows = {name: w[: len(w) // world * world] for name, w in windows.items() if len(w) >= world}
+        self.metrics.write(
+            {
+                "kind": "phase",
+                "step": self.progress.step,
+                "tokens": self.progress.tokens,
+                "index": index,
+                "name": phase.name,
+                "seq_len": phase.seq_len,
+                "rope_theta": phase.rope_theta,
+                "mixture": dict(phase.mixture),
+                "resumed": sampler_state is not None,
+            }
+        )
+        log.info(
+            "phase %d %r: seq_len %d, rope_theta %g, mixture %s",
+            index,
+            phase.name,
+            phase.seq_len,
+            phase.rope_theta,
+            dict(phase.mixture),
+        )
+
+    def current_lr(self) -> float:
+        """The LR at the current token count within the phase's schedule segment."""
+        start = self.recipe.phase_start(self.progress.phase)
+        return learning_rate(self.phase.schedule, (self.progress.tokens - start) / self.phase.tokens)
+
+    # ------------------------------------------------------------------ one step
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.cfg.precision == "bf16":
+            return torch.autocast(self.ctx.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _loss(self, module: nn.Module, tokens: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+        with self._autocast():
+            logits = module(tokens[:, :-1])
+        return F.cross_entropy(
+            logits.float().reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1), reduction=reduction
+        )
+
+    def train_step(self, batch: np.ndarray) -> dict[str, Any]:
+        """Forward/backward over micro-batches, clip, step the optimizer, balance the routers."""
+        tokens = torch.from_numpy(batch).to(self.ctx.device, non_blocking=True)
+        micro = min(self.cfg.micro_batch_size, len(tokens))
+        n_micro = len(tokens) // micro
+        lr = self.current_lr()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum = torch.zeros((), device=self.ctx.device)
+        for i in range(n_micro):
+            set_gradient_sync(self.wrapped, i == n_micro - 1)
+            loss = self._loss(self.wrapped, tokens[i * micro : (i + 1) * micro])
+            (loss / n_micro).backward()
+            loss_sum += loss.detach()
+        max_norm = self.cfg.grad_clip if self.cfg.grad_clip > 0 else math.inf
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        if hasattr(grad_norm, "full_tensor"):
+            grad_norm = grad_norm.full_tensor()
+        self.optimizer.step()
+        load = self.model.expert_load().detach().clone() if self._logging_now() else None
+        self.model.update_router_biases()
+        loss_mean = self.ctx.all_reduce_sum(loss_sum / n_micro) / self.ctx.world_size
+        metrics = {
+            "loss": float(loss_mean),
+            "grad_norm": float(grad_norm),
+            "lr": lr,
+            "tokens_in_step": len(batch) * (batch.shape[1] - 1) * self.ctx.world_size,
+        }
+        if load is not None:
+            load = self.ctx.all_reduce_sum(load.float())
+            share = load / load.sum(dim=-1, keepdim=True).clamp_min(1)
+            metrics["expert_load"] = share.tolist()
+            metrics["skip_rate"] = float(share[:, -1].mean())
+        return metrics
+
+    def _logging_now(self) -> bool:
+        return (self.progress.step + 1) % self.log_every == 0 or self.progress.step == 0
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, Any]:
+        """Held-out loss per source and overall, over a fixed set of validation windows (all ranks)."""
+        self.model.eval()
+        micro, rank, world = self.cfg.micro_batch_size, self.ctx.rank, self.ctx.world_size
+        per_source, total = {}, torch.zeros(2, dtype=torch.float64, device=self.ctx.device)
+        for name, windows in self.val_windows.items():
+            k = len(windows) // world
+            mine = torch.from_numpy(windows[rank * k : (rank + 1) * k]).to(self.ctx.device)
+            acc = torch.zeros(2, dtype=torch.float64, device=self.ctx.device)
+            for i in range(0, k, micro):
+                chunk = mine[i : i + micro]
+                acc[0] += self._loss(self.model, chunk, reduction="sum").double()
+                acc[1] += chunk[:, 1:].numel()
+            self.ctx.all_reduce_sum(acc)
+            per_source[name] = float(acc[0] / acc[1])
+            total += acc
+        self.model.train()
+        record = {
+            "kind": "val",
+            "step": self.progress.step,
+            "tokens": self.progress.tokens,
+            "val_loss": float(total[0] / total[1]),
+            **{f"val_loss/{k}": v for k, v in per_source.items()},
+        }
+        self.progress.val_history.append({"step": self.progress.step, "val_loss": record["val_loss"]})
+        self.metrics.write(record)
+        log.info(
+            "step %d val_loss %.4f %s",
+            self.progress.step,
+            record["val_loss"],
+            " ".join(f"{k}={v:.4f}" for k, v in per_source.items()),
+        )
+        return record
+
+    # ------------------------------------------------------------------ checkpoints
+    def train_state(self) -> dict[str, Any]:
+        """The picklable part of a checkpoint (per rank)."""
+        state = {
+            "progress": self.progress.state_dict(),
+            "rng": rng_state(),
+            "world_size": self.ctx.world_size,
+            "sampler": self.sampler.state_dict() if self.sampler is not None else None,
+            "recipe": self.recipe.name,
+        }
+        if self.zero1:  # this rank's optimizer shard; ZeRO partitions are tied to the world size
+            state["zero1_optim"] = self.optimizer.optim.state_dict()
+        return state
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """{"model", "optim", "train"} as CheckpointManager expects (DCP state dicts + plain dict)."""
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
+
+        if self.zero1:
+            return {"model": get_model_state_dict(self.model), "train": self.train_state()}
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
+        return {"model": model_sd, "optim": optim_sd, "train": self.train_state()}
+
+    def save_checkpoint(self) -> None:
+        """Save the current state (every rank writes its shards)."""
+        if self.checkpoints is None or self._last_saved_step == self.progress.step:
+            return
+        self.checkpoints.save(self.progress.step, self.checkpoint_state())
+        self._last_saved_step = self.progress.step
+
+    def resume(self) -> bool:
+        """Load the latest valid checkpoint, if any, and continue exactly where it stopped."""
+        from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict
+
+        if self.checkpoints is None or not self.cfg.checkpoint.resume:
+            return False
+        state = self.checkpoint_state()
+        step = self.checkpoints.load_latest(state)
+        if step is None:
+            return False
+        train = state["train"]
+        if self.zero1:
+            if train["world_size"] != self.ctx.world_size:
+                from zaya_train.errors import ZayaTrainError
+
+                raise ZayaTrainError(
+                    f"ZeRO-1 checkpoint was written by {train['world_size']} ranks, this run has "
+                    f"{self.ctx.world_size}; resume with the same world size"
+                )
+            set_model_state_dict(self.model, state["model"])
+            self.optimizer.optim.load_state_dict(train["zero1_optim"])
+        else:
+            set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        self.progress = TrainProgress.from_state_dict(train["progress"])
+        if self.progress.phase >= 0:
+            self.enter_phase(self.progress.phase, train["sampler"])
+        set_rng_state(train["rng"])
+        self._last_saved_step = self.progress.step
+        log.info("resumed from step %d (%d tokens, phase %d)", step, self.progress.tokens, self.progress.phase)
+        return True
+
+    # ------------------------------------------------------------------ the loop
+    def _call_hooks(self, event: str, *args: Any) -> None:
+        for hook in self.hooks:
+            method = getattr(hook, event, None)
+            if method is not None:
+                method(self, *args)
+
+    def done(self) -> bool:
+        """Whether the recipe's token budget (or train.max_steps) is used up."""
+        if self.cfg.max_steps is not None and self.progress.step >= self.cfg.max_steps:
+            return True
+        return self.recipe.phase_at(self.progress.tokens) >= len(self.recipe.phases)
+
+    def after_step(self, metrics: dict[str, Any]) -> None:
+        """Advance counters, then log, evaluate and checkpoint on their cadences."""
+        self.progress.step += 1
+        self.progress.tokens += metrics["tokens_in_step"]
+        self.progress.record_loss(metrics["loss"])
+        step = self.progress.step
+        if "expert_load" in metrics or step % self.log_every == 0:
+            t0, tok0 = self._window_start
+            now = time.perf_counter()
+            tps = (self.progress.tokens - tok0) / max(now - t0, 1e-9)
+            self._window_start = (now, self.progress.tokens)
+            record = {
+                "kind": "train",
+                "step": step,
+                "tokens": self.progress.tokens,
+                "phase": self.progress.phase,
+                "tokens_per_s": tps,
+                **{k: v for k, v in metrics.items() if k != "tokens_in_step"},
+            }
+            if self.flops_per_token is not None and self.hardware is not None:
+                fpt = self.flops_per_token(self.phase.seq_len)
+                record["mfu"] = mfu(tps, fpt, self.hardware, self.cfg.precision, self.ctx.world_size)
+            self.metrics.write(record)
+            log.info(
+                "step %d loss %.4f lr %.2e gnorm %.3f %.0f tok/s",
+                step,
+                metrics["loss"],
+                metrics["lr"],
+                metrics["grad_norm"],
+                tps,
+            )
+        if step % self.cfg.eval.every_steps == 0:
+            self.evaluate()
+        if self.checkpoints is not None and step % self.cfg.checkpoint.every_steps == 0:
+            self.save_checkpoint()
+
+    def run(self) -> dict[str, Any]:
+        """Train to the end of the recipe (resuming first); returns a summary of the run."""
+        from zaya_train.progress import TrainingProgressBar
+
+        started = time.perf_counter()
+        self.resume()
+        if self.progress.phase < 0:
+            self._enter_next()
+        if self.progress.step == 0:
+            self.evaluate()
+        total_tokens = self.recipe.boundaries()[-1]
+        with TrainingProgressBar(total_tokens, self.cfg.max_steps, enabled=self.show_progress) as bar:
+            bar.update(self.progress)
+            while not self.done():
+                if self.recipe.phase_at(self.progress.tokens) != self.progress.phase:
+                    self._enter_next()
+                batch = self.sampler.next_batch(self.global_batch_size(), self.ctx.rank, self.ctx.world_size)
+                self._call_hooks("before_step")
+                metrics = self.train_step(batch)
+                self.after_step(metrics)
+                self._call_hooks("after_step", metrics)
+                bar.update(self.progress, metrics["loss"], self.phase.name)
+        final_val = self.evaluate()
+        self.save_checkpoint()
+        if self.checkpoints is not None:
+            self.checkpoints.wait()
+        summary = {
+            "steps": self.progress.step,
+            "tokens": self.progress.tokens,
+            "wall_s": time.perf_counter() - started,
+            "final_val_loss": final_val["val_loss"],
+            "first_val_loss": self.progress.val_history[0]["val_loss"],
+            "final_train_loss": self.progress.loss_history[-1] if self.progress.loss_history else None,
+            "run_dir": str(self.run_dir),
+        }
+        summary["sample"] = self.sample()
+        if self.ctx.is_rank0 and self.cfg.plots:
+            summary["plots"] = [str(p) for p in plot_run(self.run_dir)]
+        self._call_hooks("on_end", summary)
+        return summary
+
+    def _enter_next(self) -> bool:
+        self.enter_phase(self.recipe.phase_at(self.progress.tokens))
+        return True
+
+    @torch.no_grad()
+    def sample(self) -> str | None:
+        """A short generation from the eval prompt (what the model has learned, at a glance)."""
+        n = self.cfg.eval.sample_tokens
+        if n <= 0 or not hasattr(self.model, "generate"):
+            return None
+        if self.ctx.strategy != "fsdp" and not self.ctx.is_rank0:
+            return None  # unsharded weights: rank 0 alone can generate, with no collectives
+        tok = self.data.tokenizer
+        prompt = torch.as_tensor(tok.encode(self.cfg.eval.sample_prompt), dtype=torch.long, device=self.ctx.device)
+        self.model.eval()
+        out = self.model.generate(prompt[None], max_new_tokens=n, temperature=self.cfg.eval.sample_temperature)
+        self.model.train()
+        text = self.cfg.eval.sample_prompt + tok.decode(out[0, prompt.numel() :].tolist())
+        self.metrics.write(
+            {"kind": "sample", "step": self.progress.step, "prompt": self.cfg.eval.sample_prompt, "text": text}
+        )
+        return text
+
+    def close(self) -> None:
+        """Finish pending saves and close files (the process group belongs to the caller)."""
+        if self.checkpoints is not None:
+            self.checkpoints.close()
+        self.metrics.close()
