@@ -81,7 +81,7 @@ class CollectiveOp:
 
     def build(self, fill: bool) -> tuple[Callable[[], object], torch.Tensor, torch.Tensor]:
         """(call, input, output); inputs hold the check pattern when `fill`, zeros otherwise."""
-        p, r, n, dev = self.point, self.rank, self.point.n_ranks, self.device
+        p, r, _n, dev = self.point, self.rank, self.point.n_ranks, self.device
         if p.collective in ("all_reduce", "broadcast"):
             buf = (
                 _pattern(r, self.numel, 0, self.dtype, dev)

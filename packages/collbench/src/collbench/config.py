@@ -8,7 +8,7 @@ imported inside it so the benchmark scripts can use these dataclasses on machine
 from dataclasses import dataclass, field
 
 TORCH_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
-NCCL_TESTS_COLLECTIVES = TORCH_COLLECTIVES + ("reduce", "sendrecv", "gather", "scatter")
+NCCL_TESTS_COLLECTIVES = (*TORCH_COLLECTIVES, "reduce", "sendrecv", "gather", "scatter")
 BACKENDS = ("gloo", "nccl", "auto", "nccl-tests")
 DTYPES = ("float32", "bfloat16", "float16", "float64", "int32", "int64", "int8", "uint8")
 MEMBW_KERNELS = ("copy", "read", "write", "triad")
