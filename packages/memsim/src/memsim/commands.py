@@ -1,0 +1,27 @@
+"""DRAM command types as small integers (they index the timing arrays) and their names."""
+
+from enum import IntEnum
+
+
+class Cmd(IntEnum):
+    READ = 0
+    WRITE = 1
+    READ_PRECHARGE = 2
+    WRITE_PRECHARGE = 3
+    ACTIVATE = 4
+    PRECHARGE = 5
+    REFRESH = 6
+    REFRESH_BANK = 7
+    SREF_ENTER = 8
+    SREF_EXIT = 9
+
+
+N_CMD = len(Cmd)
+READS = frozenset((Cmd.READ, Cmd.READ_PRECHARGE))
+WRITES = frozenset((Cmd.WRITE, Cmd.WRITE_PRECHARGE))
+COLUMN_CMDS = READS | WRITES
+RANK_CMDS = frozenset((Cmd.REFRESH, Cmd.SREF_ENTER, Cmd.SREF_EXIT))
+SHORT_NAMES = {
+    Cmd.READ: "RD", Cmd.WRITE: "WR", Cmd.READ_PRECHARGE: "RDA", Cmd.WRITE_PRECHARGE: "WRA", Cmd.ACTIVATE: "ACT",
+    Cmd.PRECHARGE: "PRE", Cmd.REFRESH: "REF", Cmd.REFRESH_BANK: "REFB", Cmd.SREF_ENTER: "SREFE", Cmd.SREF_EXIT: "SREFX",
+}  # fmt: skip

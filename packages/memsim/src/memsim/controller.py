@@ -1,0 +1,224 @@
+"""One channel's memory controller, event-driven: `tick(clk)` is DRAMSim3's per-cycle step, and
+`next_wake` says the next cycle at which ticking can change anything, so idle cycles are skipped.
+
+Per tick, as DRAMSim3: queue a due refresh; issue the pending refresh's next command or the first ready
+command of the round-robin scan (HBM may add a second command of the other kind, row vs column); note
+per-rank power state; move one transaction into its command queue. Reads wait in a read queue, writes in
+a write buffer that drains when full or when it holds more than `write_drain_threshold` while the
+command queues are empty. Reads of an address with a buffered write are served from the buffer
+(write-queue forwarding); writes wait for older reads of their address.
+"""
+
+from collections.abc import Callable
+
+from memsim.address_mapping import AddressMapping
+from memsim.backing_store import BackingStore
+from memsim.channel_state import ChannelState
+from memsim.command_queue import CommandQueues
+from memsim.commands import COLUMN_CMDS, N_CMD, READS, WRITES, Cmd
+from memsim.refresh import RefreshSchedule
+from memsim.scheduling import ROW_POLICIES, QueuedCommand
+from memsim.spec import DramSpec
+from memsim.transaction import Transaction
+
+FOREVER = 1 << 62
+REF, REFB, PRE = Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.PRECHARGE
+
+
+class ChannelController:
+    """Transaction queues, command queues, refresh and bank state of one channel."""
+
+    def __init__(self, channel: int, spec: DramSpec, mapping: AddressMapping, state: ChannelState,
+                 store: BackingStore | None) -> None:  # fmt: skip
+        self.channel = channel
+        self.spec = spec
+        self.mapping = mapping
+        self.state = state
+        self.store = store
+        self.cmdq = CommandQueues(spec, state)
+        self.refresh = RefreshSchedule(spec)
+        self.column_command = ROW_POLICIES[spec.row_buf_policy].column_command
+        self.unified = spec.unified_queue
+        self.read_queue: list[Transaction] = []
+        self.write_buffer: list[Transaction] = []
+        self.capacity = spec.trans_queue_size
+        self.pending_reads: dict[int, list[Transaction]] = {}
+        self.pending_writes: dict[int, Transaction] = {}
+        self.pending_write_data: dict[int, bytes | None] = {}
+        self.refresh_queue: list[tuple[int, int, int]] = []
+        self.write_draining = 0
+        self.next_wake = 0
+        self.last_arrival = 0
+        self.read_delay, self.write_delay = spec.t("read_delay"), spec.t("write_delay")
+        # logs the statistics are computed from (see memsim.stats)
+        self.commands: list[tuple[int, int, int, int, int, int, int, bool]] = []
+        self.completed: list[Transaction] = []
+        self.interarrivals: list[int] = []
+        self.write_latencies: list[int] = []
+        self.dual_issue_cycles: list[int] = []
+        self.power_runs: list[tuple[int, tuple[bool, ...]]] = [(0, (True,) * spec.ranks)]
+        self.on_complete: Callable[[Transaction], None] | None = None
+
+    # ---- frontend side
+    def will_accept(self, is_write: bool) -> bool:
+        """Room in the transaction queue this request would enter."""
+        if self.unified:
+            return len(self.read_queue) < self.capacity
+        queue = self.write_buffer if is_write else self.read_queue
+        return len(queue) < self.capacity
+
+    def add(self, trans: Transaction, clk: int) -> None:
+        """Accept a transaction that the tick at `clk` will see first (DRAMSim3's AddTransaction)."""
+        trans.added_cycle = clk
+        self.interarrivals.append(clk - self.last_arrival)
+        self.last_arrival = clk
+        addr = trans.addr
+        if clk < self.next_wake:
+            self.next_wake = clk
+        if trans.is_write:
+            if addr in self.pending_writes:
+                self.pending_write_data[addr] = trans.data  # merged into the buffered write: newest data wins
+            else:
+                self.pending_writes[addr] = trans
+                self.pending_write_data[addr] = trans.data
+                (self.read_queue if self.unified else self.write_buffer).append(trans)
+            self._complete(trans, clk + 1)
+            return
+        if addr in self.pending_writes:
+            trans.data = self.pending_write_data[addr]  # forwarded from the write buffer
+            self._complete(trans, clk + 1)
+            return
+        waiting = self.pending_reads.get(addr)
+        if waiting is None:
+            self.pending_reads[addr] = [trans]
+            self.read_queue.append(trans)
+        else:
+            waiting.append(trans)  # merged with an in-flight read of the same address
+
+    def _complete(self, trans: Transaction, cycle: int) -> None:
+        trans.complete_cycle = cycle
+        self.completed.append(trans)
+        if self.on_complete is not None:
+            self.on_complete(trans)
+
+    # ---- the per-cycle step
+    def tick(self, clk: int) -> None:
+        """Simulate cycle `clk`, then set `next_wake`."""
+        for item in self.refresh.due(clk):
+            self.refresh_queue.append(item)
+        issued = None
+        if self.refresh_queue:
+            issued = self._refresh_step(clk)
+        if issued is None:
+            found = self.cmdq.next_command(clk)
+            if found is not None:
+                issued = found[0]
+                self._issue(found[0], found[1], clk)
+        if issued is not None:
+            if self.spec.dual_command_issue:
+                self._second_command(issued, clk)
+            self._note_power(clk)
+        moved = self._schedule_transaction()
+        if moved or issued is not None:
+            self.next_wake = clk + 1 if moved else self._next_event(clk)
+        else:
+            self.next_wake = self._next_event(clk)
+
+    def _second_command(self, first: int, clk: int) -> None:
+        found = self.cmdq.next_command(clk, take=False)
+        if found is None or (found[0] in COLUMN_CMDS) == (first in COLUMN_CMDS):
+            return  # one row and one column command per cycle at most
+        if found[0] in COLUMN_CMDS:
+            self.cmdq.remove(found[1])
+        self._issue(found[0], found[1], clk)
+        self.dual_issue_cycles.append(clk)
+
+    def _refresh_step(self, clk: int) -> int | None:
+        cmd, rank, bank = self.refresh_queue[0]
+        self.cmdq.begin_refresh(cmd, rank, bank)
+        st = self.state
+        if cmd == REF:
+            ready = st.rank_ready(REF, rank, clk)
+        else:
+            req = st.required(REFB, bank, -1)
+            ready = (req, bank) if clk >= st.earliest[bank * N_CMD + req] else None
+        if ready is None:
+            return None
+        req, target = ready
+        if req == PRE:
+            self._log_and_apply(PRE, rank, target, -1, -1, clk, False)
+            return PRE
+        self.refresh_queue.pop(0)
+        self.cmdq.end_refresh()
+        self._log_and_apply(cmd, rank, bank, -1, -1, clk, False)
+        return cmd
+
+    def _issue(self, req: int, qc: QueuedCommand, clk: int) -> None:
+        addr = qc.addr
+        if req in READS:
+            data = self.store.read(addr) if self.store is not None else None
+            for trans in self.pending_reads.pop(addr):
+                trans.data = data
+                self._complete(trans, clk + self.read_delay)
+        elif req in WRITES:
+            trans = self.pending_writes.pop(addr)
+            data = self.pending_write_data.pop(addr)
+            if self.store is not None and data is not None:
+                self.store.write(addr, data)
+            self.write_latencies.append(clk - trans.added_cycle + self.write_delay)
+        hit = req in COLUMN_CMDS and self.state.row_hits[qc.bank] != 0
+        self._log_and_apply(req, qc.rank, qc.bank, qc.row, qc.column, clk, hit)
+
+    def _log_and_apply(self, cmd: int, rank: int, bank: int, row: int, column: int, clk: int, hit: bool) -> None:
+        self.commands.append((clk, cmd, rank, bank, row, column, hit))
+        self.state.issue(cmd, bank, row, rank, clk)
+
+    def _note_power(self, clk: int) -> None:
+        st = self.state
+        idle = tuple(n == 0 for n in st.open_banks_in_rank)
+        if idle != self.power_runs[-1][1]:
+            self.power_runs.append((clk, idle))
+
+    def _schedule_transaction(self) -> bool:
+        """Move at most one transaction to its command queue; True if anything changed."""
+        draining_before = self.write_draining
+        if self.write_draining == 0 and not self.unified:
+            n = len(self.write_buffer)
+            if n >= self.capacity or (n > self.spec.write_drain_threshold and self.cmdq.count == 0):
+                self.write_draining = n
+        if self.unified:
+            queue = self.read_queue
+        else:
+            queue = self.write_buffer if self.write_draining > 0 else self.read_queue
+        mapping, cmdq = self.mapping, self.cmdq
+        for i, trans in enumerate(queue):
+            ch, rank, bg, ba, row, col = mapping.decode(trans.addr)
+            bank = (rank * self.spec.bankgroups + bg) * self.spec.banks_per_group + ba
+            if not cmdq.will_accept(rank, bank):
+                continue
+            if trans.is_write and not self.unified:
+                if trans.addr in self.pending_reads:  # an older read of this address goes first
+                    self.write_draining = 0
+                    break
+                self.write_draining -= 1
+            cmdq.add(QueuedCommand(self.column_command(trans.is_write), trans.addr, rank, bg, ba, bank, row, col))
+            del queue[i]
+            return True
+        return self.write_draining != draining_before
+
+    def _next_event(self, clk: int) -> int:
+        """Earliest later cycle at which a tick could do something, assuming no new arrivals."""
+        best = self.refresh.next_due
+        if self.refresh_queue:
+            cmd, rank, bank = self.refresh_queue[0]
+            st = self.state
+            if cmd == REF:
+                at = st.rank_ready_at(REF, rank)
+            else:
+                at = st.earliest[bank * N_CMD + st.required(REFB, bank, -1)]
+            best = min(best, at)
+        if self.cmdq.count:
+            at = self.cmdq.ready_at()
+            if at is not None:
+                best = min(best, at)
+        return max(best, clk + 1)

@@ -1,0 +1,108 @@
+"""Statistics of one channel with DRAMSim3's names, computed from the controller's event logs.
+
+The controller logs what happened (commands with their cycle and row-hit flag, completed transactions,
+arrivals, power-state changes); counting happens here, once, with numpy, for any cycle window: the whole
+run (DRAMSim3's final stats) or one epoch.
+"""
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from memsim.commands import Cmd
+from memsim.controller import ChannelController
+from memsim.power import EnergyModel
+
+_COUNTED = {
+    "num_act_cmds": (Cmd.ACTIVATE,), "num_pre_cmds": (Cmd.PRECHARGE,), "num_ref_cmds": (Cmd.REFRESH,),
+    "num_refb_cmds": (Cmd.REFRESH_BANK,), "num_srefe_cmds": (Cmd.SREF_ENTER,), "num_srefx_cmds": (Cmd.SREF_EXIT,),
+    "num_read_cmds": (Cmd.READ, Cmd.READ_PRECHARGE), "num_write_cmds": (Cmd.WRITE, Cmd.WRITE_PRECHARGE),
+}  # fmt: skip
+HISTOGRAMS = {"read_latency": (0, 200, 10), "write_latency": (0, 200, 10), "interarrival_latency": (0, 100, 10)}
+
+
+def histogram_bins(name: str, values: Counter) -> dict[str, int]:
+    """DRAMSim3's binned view: `name[-start]`, `name[a-b]` for each bin, `name[end-]`."""
+    start, end, n = HISTOGRAMS[name]
+    width = (end - start) // n
+    bins = [0] * (n + 2)
+    for value, count in values.items():
+        idx = 0 if value < start else n + 1 if value > end else (value - start) // width + 1
+        bins[idx] += count
+    labels = [f"{name}[-{start}]"]
+    labels += [f"{name}[{start + i * width}-{start + (i + 1) * width - 1}]" for i in range(n)]
+    labels.append(f"{name}[{end}-]")
+    return dict(zip(labels, bins, strict=True))
+
+
+def _average(values: Counter) -> float:
+    count = sum(values.values())
+    return sum(v * c for v, c in values.items()) / count if count else 0.0
+
+
+def _power_cycles(ctrl: ChannelController, start: int, end: int, ranks: int) -> tuple[list[int], list[int]]:
+    """(active cycles, all-bank-idle cycles) per rank within [start, end)."""
+    active, idle = [0] * ranks, [0] * ranks
+    runs = ctrl.power_runs
+    for i, (begin, state) in enumerate(runs):
+        stop = runs[i + 1][0] if i + 1 < len(runs) else end
+        lo, hi = max(begin, start), min(stop, end)
+        if hi <= lo:
+            continue
+        for r in range(ranks):
+            if state[r]:
+                idle[r] += hi - lo
+            else:
+                active[r] += hi - lo
+    return active, idle
+
+
+def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoch_num: int = 0) -> dict[str, Any]:
+    """DRAMSim3's per-channel stats object for cycles [start, num_cycles)."""
+    spec = ctrl.spec
+    energy = EnergyModel.from_spec(spec)
+    cmds = np.array([(c[0], c[1], c[6]) for c in ctrl.commands], dtype=np.int64).reshape(-1, 3)
+    window = cmds[(cmds[:, 0] >= start) & (cmds[:, 0] < num_cycles)]
+    counts = np.bincount(window[:, 1], minlength=len(Cmd))
+    out: dict[str, Any] = {"channel": ctrl.channel, "epoch_num": epoch_num, "num_cycles": num_cycles - start}
+    for name, kinds in _COUNTED.items():
+        out[name] = int(sum(counts[k] for k in kinds))
+    hits = window[window[:, 2] == 1]
+    out["num_read_row_hits"] = int(np.isin(hits[:, 1], (Cmd.READ, Cmd.READ_PRECHARGE)).sum())
+    out["num_write_row_hits"] = int(np.isin(hits[:, 1], (Cmd.WRITE, Cmd.WRITE_PRECHARGE)).sum())
+    done = [t for t in ctrl.completed if start <= t.complete_cycle < num_cycles]
+    read_lat = Counter(t.latency for t in done if not t.is_write)
+    out["num_reads_done"] = sum(read_lat.values())
+    out["num_writes_done"] = sum(1 for t in done if t.is_write)
+    out["num_write_buf_hits"] = 0
+    out["num_ondemand_pres"] = ctrl.cmdq.scheduler.ondemand_precharges if start == 0 else None
+    out["hbm_dual_cmds"] = sum(1 for c in ctrl.dual_issue_cycles if start <= c < num_cycles)
+    histos = {"read_latency": read_lat, "write_latency": Counter(ctrl.write_latencies),
+              "interarrival_latency": Counter(ctrl.interarrivals)}  # fmt: skip
+    for name, values in histos.items():
+        out[name] = {str(k): v for k, v in sorted(values.items())} or None
+        out.update(histogram_bins(name, values))
+    active, idle = _power_cycles(ctrl, start, num_cycles, spec.ranks)
+    out["rank_active_cycles"] = {str(r): active[r] for r in range(spec.ranks)}
+    out["all_bank_idle_cycles"] = {str(r): idle[r] for r in range(spec.ranks)}
+    out["sref_cycles"] = {str(r): 0 for r in range(spec.ranks)}
+    out["act_energy"] = out["num_act_cmds"] * energy.act
+    out["read_energy"] = out["num_read_cmds"] * energy.read
+    out["write_energy"] = out["num_write_cmds"] * energy.write
+    out["ref_energy"] = out["num_ref_cmds"] * energy.ref
+    out["refb_energy"] = out["num_refb_cmds"] * energy.refb
+    out["act_stb_energy"] = {str(r): active[r] * energy.act_standby for r in range(spec.ranks)}
+    out["pre_stb_energy"] = {str(r): idle[r] * energy.pre_standby for r in range(spec.ranks)}
+    out["sref_energy"] = {str(r): 0.0 for r in range(spec.ranks)}
+    background = sum(out["act_stb_energy"].values()) + sum(out["pre_stb_energy"].values())
+    total = sum(out[k] for k in ("act_energy", "read_energy", "write_energy", "ref_energy", "refb_energy"))
+    cycles = max(1, num_cycles - start)
+    out["total_energy"] = total + background
+    out["average_power"] = out["total_energy"] / cycles
+    out["average_bandwidth"] = (out["num_reads_done"] + out["num_writes_done"]) * spec.request_size_bytes / (
+        cycles * spec.tCK_ns
+    )
+    out["average_read_latency"] = _average(read_lat)
+    out["average_interarrival"] = _average(histos["interarrival_latency"])
+    return dict(sorted(out.items()))

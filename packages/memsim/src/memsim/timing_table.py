@@ -1,0 +1,148 @@
+"""Timing constraints as a table: (scope, preceding command, following command, latency).
+
+In the spirit of Ramulator 2, the rules are data: one row per constraint, derived from the standard's
+named parameters, then compiled into arrays the controller checks in O(1). Scopes say which banks a
+preceding command constrains: the same bank, other banks of its bank group, banks of other bank groups
+of its rank, banks of other ranks, or every bank of its rank (rank-level commands). The latencies are
+DRAMSim3's (its `Timing` class), since DRAMSim3 is the accuracy target; `memsim.checker` re-derives the
+JEDEC rules independently to audit what the controller issues. Rolling activation windows (tFAW,
+t32AW) are `WindowConstraint`s.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from memsim.commands import N_CMD, Cmd
+from memsim.spec import DramSpec
+
+SCOPES = ("same_bank", "same_bankgroup", "other_bankgroup", "other_rank", "same_rank")
+RD, WR, RDA, WRA = Cmd.READ, Cmd.WRITE, Cmd.READ_PRECHARGE, Cmd.WRITE_PRECHARGE
+ACT, PRE, REF, REFB, SRE, SRX = (Cmd.ACTIVATE, Cmd.PRECHARGE, Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.SREF_ENTER,
+                                 Cmd.SREF_EXIT)  # fmt: skip
+NEVER = -(1 << 40)  # "no constraint" offset: clk + NEVER is always in the past
+
+
+@dataclass(frozen=True)
+class TimingConstraint:
+    """`following` may not issue to a bank in `scope` of `preceding` until `latency` cycles after it."""
+
+    scope: str
+    preceding: Cmd
+    following: Cmd
+    latency: int
+    rule: str  # the parameters it comes from, e.g. "tRCD" or "max(BL/2, tCCD_L)"
+
+
+@dataclass(frozen=True)
+class WindowConstraint:
+    """At most `count` of `command` per rank within any `window` cycles (tFAW, GDDR's t32AW)."""
+
+    command: Cmd
+    count: int
+    window: int
+    rule: str
+
+
+def build_constraints(spec: DramSpec) -> list[TimingConstraint]:
+    """The constraint table of one standard, one row per (scope, preceding, following)."""
+    t = spec.t
+    bc = spec.burst_cycle
+    single_bg = spec.bankgroups == 1  # no bank groups: the _L values do not apply
+    rr_l = (max(bc, t("tCCD_S")), "max(BL/2, tCCD_S)") if single_bg else (max(bc, t("tCCD_L")), "max(BL/2, tCCD_L)")
+    rr_s = (max(bc, t("tCCD_S")), "max(BL/2, tCCD_S)")
+    rr_o = (bc + t("tRTRS"), "BL/2 + tRTRS")
+    r2w = (t("RL") + bc - t("WL") + t("tRTRS"), "RL + BL/2 - WL + tRTRS")
+    r2w_o = (t("read_delay") + bc + t("tRTRS") - t("write_delay"), "RL + BL/2 - WL + tRTRS (rank switch)")
+    r2p = (t("AL") + t("tRTP"), "AL + tRTP")
+    rp2a = (t("AL") + bc + t("tRTP") + t("tRP"), "AL + BL/2 + tRTP + tRP")
+    w2r_l = (t("write_delay") + t("tWTR_S" if single_bg else "tWTR_L"), "WL + BL/2 + tWTR_L")
+    w2r_s = (t("write_delay") + t("tWTR_S"), "WL + BL/2 + tWTR_S")
+    w2r_o = (t("write_delay") + bc + t("tRTRS") - t("read_delay"), "WL + BL/2 + tRTRS - RL")
+    w2w_l = rr_l
+    w2w_s = rr_s
+    w2w_o = (bc, "BL/2")
+    w2p = (t("WL") + bc + t("tWR"), "WL + BL/2 + tWR")
+    r2a = (r2p[0] + t("tRP"), "AL + tRTP + tRP")
+    w2a = (w2p[0] + t("tRP"), "WL + BL/2 + tWR + tRP")
+    if spec.family in ("GDDR", "HBM"):
+        a2r, a2w = (t("tRCDRD"), "tRCDRD"), (t("tRCDWR"), "tRCDWR")
+    else:
+        a2r = a2w = (t("tRCD") - t("AL"), "tRCD - AL")
+    a2a_l = (t("tRRD_S" if single_bg else "tRRD_L"), "tRRD_L")
+    a2a_s = (t("tRRD_S"), "tRRD_S")
+    rows: list[tuple[str, Cmd, tuple[Cmd, ...], tuple[int, str]]] = [
+        # column commands: same bank, other banks of the group, other groups, other ranks
+        ("same_bank", RD, (RD, RDA), rr_l), ("same_bank", RD, (WR, WRA), r2w), ("same_bank", RD, (PRE,), r2p),
+        ("same_bankgroup", RD, (RD, RDA), rr_l), ("same_bankgroup", RD, (WR, WRA), r2w),
+        ("other_bankgroup", RD, (RD, RDA), rr_s), ("other_bankgroup", RD, (WR, WRA), r2w),
+        ("other_rank", RD, (RD, RDA), rr_o), ("other_rank", RD, (WR, WRA), r2w_o),
+        ("same_bank", WR, (RD, RDA), w2r_l), ("same_bank", WR, (WR, WRA), w2w_l), ("same_bank", WR, (PRE,), w2p),
+        ("same_bankgroup", WR, (RD, RDA), w2r_l), ("same_bankgroup", WR, (WR, WRA), w2w_l),
+        ("other_bankgroup", WR, (RD, RDA), w2r_s), ("other_bankgroup", WR, (WR, WRA), w2w_s),
+        ("other_rank", WR, (RD, RDA), w2r_o), ("other_rank", WR, (WR, WRA), w2w_o),
+        ("same_bank", RDA, (ACT,), rp2a), ("same_bank", RDA, (REF, REFB, SRE), r2a),
+        ("same_bankgroup", RDA, (RD, RDA), rr_l), ("same_bankgroup", RDA, (WR, WRA), r2w),
+        ("other_bankgroup", RDA, (RD, RDA), rr_s), ("other_bankgroup", RDA, (WR, WRA), r2w),
+        ("other_rank", RDA, (RD, RDA), rr_o), ("other_rank", RDA, (WR, WRA), r2w_o),
+        ("same_bank", WRA, (ACT, REF, REFB, SRE), w2a),
+        ("same_bankgroup", WRA, (RD, RDA), w2r_l), ("same_bankgroup", WRA, (WR, WRA), w2w_l),
+        ("other_bankgroup", WRA, (RD, RDA), w2r_s), ("other_bankgroup", WRA, (WR, WRA), w2w_s),
+        ("other_rank", WRA, (RD, RDA), w2r_o), ("other_rank", WRA, (WR, WRA), w2w_o),
+        # row commands
+        ("same_bank", ACT, (ACT,), (t("tRC"), "tRC")), ("same_bank", ACT, (RD, RDA), a2r),
+        ("same_bank", ACT, (WR, WRA), a2w), ("same_bank", ACT, (PRE,), (t("tRAS"), "tRAS")),
+        ("same_bankgroup", ACT, (ACT,), a2a_l), ("same_bankgroup", ACT, (REFB,), (t("tRC"), "tRC")),
+        ("other_bankgroup", ACT, (ACT,), a2a_s), ("other_bankgroup", ACT, (REFB,), (t("tRC"), "tRC")),
+        ("same_bank", PRE, (ACT, REF, REFB, SRE), (t("tRP"), "tRP")),
+        # refresh and self refresh
+        ("same_rank", REF, (ACT, REF, SRE), (t("tRFC"), "tRFC")),
+        ("same_bank", REFB, (ACT, REFB), (t("tRFCb"), "tRFCb")),
+        ("same_bankgroup", REFB, (ACT, REFB), (t("tRRD_S"), "tRRD_S")),
+        ("other_bankgroup", REFB, (ACT, REFB), (t("tRRD_S"), "tRRD_S")),
+        ("same_rank", SRE, (SRX,), (t("tCKESR"), "tCKESR")),
+        ("same_rank", SRX, (ACT, REF, REFB, SRE), (t("tXS"), "tXS")),
+    ]  # fmt: skip
+    if spec.is_gddr or spec.protocol.startswith("LPDDR4"):
+        rows += [("same_bankgroup", PRE, (PRE,), (t("tPPD"), "tPPD")),
+                 ("other_bankgroup", PRE, (PRE,), (t("tPPD"), "tPPD"))]  # fmt: skip
+    return [TimingConstraint(scope, pre, fol, lat, rule) for scope, pre, fols, (lat, rule) in rows for fol in fols]
+
+
+def build_windows(spec: DramSpec) -> list[WindowConstraint]:
+    """Rolling activation windows per rank."""
+    windows = [WindowConstraint(ACT, 4, spec.t("tFAW"), "tFAW")]
+    if spec.is_gddr:
+        windows.append(WindowConstraint(ACT, 32, spec.t("t32AW"), "t32AW"))
+    return windows
+
+
+def _in_scope(scope: str, src: tuple[int, int, int], dst: tuple[int, int, int]) -> bool:
+    (r0, g0, b0), (r1, g1, b1) = src, dst
+    if scope == "same_bank":
+        return src == dst
+    if scope == "same_bankgroup":
+        return r0 == r1 and g0 == g1 and b0 != b1
+    if scope == "other_bankgroup":
+        return r0 == r1 and g0 != g1
+    if scope == "other_rank":
+        return r0 != r1
+    return r0 == r1  # same_rank
+
+
+def compile_offsets(spec: DramSpec, constraints: list[TimingConstraint]) -> np.ndarray:
+    """offsets[cmd, src_bank, dst_bank * N_CMD + following]: latency, or NEVER; flat banks = rank-major.
+
+    Issuing `cmd` to `src_bank` at clk updates the earliest-issue table with
+    `np.maximum(table, clk + offsets[cmd, src_bank])`, one vector operation per command.
+    """
+    coords = [(r, g, b) for r in range(spec.ranks) for g in range(spec.bankgroups) for b in range(spec.banks_per_group)]
+    n = len(coords)
+    offsets = np.full((N_CMD, n, n * N_CMD), NEVER, dtype=np.int64)
+    for c in constraints:
+        for s, src in enumerate(coords):
+            for d, dst in enumerate(coords):
+                if _in_scope(c.scope, src, dst):
+                    k = d * N_CMD + c.following
+                    offsets[c.preceding, s, k] = max(offsets[c.preceding, s, k], c.latency)
+    return offsets

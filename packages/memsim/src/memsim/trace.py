@@ -1,0 +1,131 @@
+"""DRAMSim3's trace format (`0xADDR READ|WRITE CYCLE` per line) and its trace-driven frontend.
+
+The frontend behaves as DRAMSim3's `TraceBasedCPU`: it holds one line at a time, offers it once the
+clock reaches its cycle, and at most one request enters per cycle; a refused line waits (and blocks
+the lines after it). Two end-of-file quirks of the C++ stream reading are reproduced because they
+change counts: a last line that ends with a newline is followed by one extra read of the same address
+(offered once), and a last line without a newline is offered only once.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memsim.errors import MemsimError
+from memsim.memory_system import MemorySystem
+from memsim.transaction import Transaction
+
+WRITE_OPS = frozenset(("WRITE", "P_MEM_WR", "BOFF"))
+READ_OPS = frozenset(("READ", "P_MEM_RD", "P_FETCH"))
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Parsed trace: parallel arrays, plus how its last line ended."""
+
+    addrs: np.ndarray
+    is_write: np.ndarray
+    cycles: np.ndarray
+    ends_with_newline: bool
+    source: str = "<trace>"
+
+    def __len__(self) -> int:
+        return len(self.addrs)
+
+
+def parse_trace_text(text: str, source: str = "<trace>") -> Trace:
+    """Parse trace text; a malformed line is an error naming its number and text."""
+    addrs, writes, cycles = [], [], []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        try:
+            if len(parts) != 3:
+                raise ValueError
+            addr = int(parts[0], 16)
+            op = parts[1].upper()
+            cycle = int(parts[2])
+            if addr < 0 or cycle < 0 or op not in WRITE_OPS | READ_OPS:
+                raise ValueError
+        except ValueError:
+            raise MemsimError(
+                f"{source}:{lineno}: malformed trace line {line!r}; expected '0xADDR READ|WRITE CYCLE'"
+            ) from None
+        addrs.append(addr)
+        writes.append(op in WRITE_OPS)
+        cycles.append(cycle)
+    return Trace(np.array(addrs, dtype=np.int64), np.array(writes, dtype=bool), np.array(cycles, dtype=np.int64),
+                 text.endswith("\n"), source)  # fmt: skip
+
+
+def read_trace(path: str | Path) -> Trace:
+    path = Path(path)
+    if not path.is_file():
+        raise MemsimError(f"trace file {path} does not exist")
+    return parse_trace_text(path.read_text(), source=str(path))
+
+
+class TraceFrontend:
+    """Feeds a trace into a MemorySystem the way DRAMSim3's trace CPU does, skipping idle cycles."""
+
+    def __init__(self, system: MemorySystem, trace: Trace, check_capacity: bool = True) -> None:
+        self.system = system
+        self.addrs = trace.addrs.tolist()
+        self.writes = trace.is_write.tolist()
+        self.cycles = trace.cycles.tolist()
+        if check_capacity and len(trace):
+            system.mapping.check(int(trace.addrs.max()))
+        if trace.ends_with_newline and self.addrs:
+            self.addrs.append(self.addrs[-1])
+            self.writes.append(False)
+            self.cycles.append(self.cycles[-1])
+        self.n = len(self.addrs)
+        self.one_shot = self.n - 1 if self.n else -1  # the last entry is offered only once
+        self.index = 0
+        if self.one_shot == 0 and self.cycles[0] > 0:
+            self.index = self.n  # read at cycle 0, not yet due, then end of file: never offered
+        self.channel_of = [system.mapping.decode(a).channel for a in self.addrs]
+
+    def run(self, num_cycles: int, progress=None) -> None:
+        """Simulate cycles [system.clk, num_cycles); `progress(cycle)` is called now and then."""
+        system = self.system
+        channels = system.channels
+        c = system.clk
+        next_report = c
+        while c < num_cycles:
+            for ctrl in channels:
+                if ctrl.next_wake <= c:
+                    ctrl.tick(c)
+            front = self._offer(c)
+            nxt = min(ctrl.next_wake for ctrl in channels)
+            if front < nxt:
+                nxt = front
+            c = max(nxt, c + 1)
+            if progress is not None and c >= next_report:
+                progress(min(c, num_cycles))
+                next_report = c + 100_000
+        system.clk = num_cycles
+
+    def _offer(self, c: int) -> int:
+        """Offer the held line at cycle c; return the next cycle the frontend needs to act."""
+        i = self.index
+        if i >= self.n:
+            return 1 << 62
+        if self.cycles[i] > c:
+            return self.cycles[i]
+        ctrl = self.system.channels[self.channel_of[i]]
+        if ctrl.will_accept(self.writes[i]):
+            ctrl.add(Transaction(self.addrs[i], self.writes[i]), c + 1)
+            j = self.index = i + 1
+            if j >= self.n:
+                return 1 << 62
+            if j == self.one_shot and self.cycles[j] > c + 1:
+                self.index = self.n  # read next cycle but not yet due, then end of file: dropped
+                return 1 << 62
+            return max(c + 1, self.cycles[j])
+        if i == self.one_shot:
+            self.index = self.n  # DRAMSim3 hits end of file and never offers it again
+            return 1 << 62
+        return ctrl.next_wake
