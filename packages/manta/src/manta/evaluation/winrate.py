@@ -1,0 +1,131 @@
+"""Pairwise win rates of system A over system B on a prompt set, with any judge."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any, Protocol
+
+from manta.evaluation.judges import CRITERIA, Judge
+from manta.limits import ResolvedLimits
+from manta.plan import CompositionPlan
+from rich.progress import track
+
+
+class PlanSystem(Protocol):
+    def compose(self, prompt: str, limits: ResolvedLimits, batch: int = 1, seed: int = 0) -> list[CompositionPlan]: ...
+
+
+@dataclass
+class Tally:
+    """Wins, ties and losses of A against B on one criterion."""
+
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.wins + self.ties + self.losses
+
+    @property
+    def win_rate(self) -> float:
+        """Share of prompts where A was judged better (ties count as not won)."""
+        return self.wins / self.total if self.total else 0.0
+
+    @property
+    def decided_win_rate(self) -> float:
+        """Wins among prompts that were not ties."""
+        decided = self.wins + self.losses
+        return self.wins / decided if decided else 0.5
+
+
+@dataclass
+class WinRateReport:
+    """Per-criterion tallies and per-prompt details."""
+
+    system_a: str
+    system_b: str
+    tallies: dict[str, Tally] = field(default_factory=lambda: {name: Tally() for name in CRITERIA})
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "system_a": self.system_a,
+            "system_b": self.system_b,
+            "win_rates": {
+                n: {
+                    "wins": t.wins,
+                    "ties": t.ties,
+                    "losses": t.losses,
+                    "win_rate": t.win_rate,
+                    "decided_win_rate": t.decided_win_rate,
+                }
+                for n, t in self.tallies.items()
+            },
+            "rows": self.rows,
+        }
+
+
+def _plain(value: Any) -> Any:
+    return asdict(value) if is_dataclass(value) else value
+
+
+def win_rates(
+    prompts: Sequence[str],
+    system_a: PlanSystem,
+    system_b: PlanSystem,
+    judge: Judge,
+    limits: ResolvedLimits,
+    batch: int = 4,
+    seed: int = 0,
+    names: tuple[str, str] = ("manta", "baseline"),
+    progress: bool = False,
+) -> WinRateReport:
+    """Compose a batch per prompt with both systems, judge them, and tally A's wins per criterion."""
+    report = WinRateReport(*names)
+    for i, prompt in enumerate(track(prompts, description="judging", disable=not progress)):
+        plans_a = system_a.compose(prompt, limits, batch=batch, seed=seed + i)
+        plans_b = system_b.compose(prompt, limits, batch=batch, seed=seed + i)
+        verdict = judge.judge(prompt, plans_a, plans_b)
+        for name in CRITERIA:
+            tally = report.tallies[name]
+            score_a, score_b = verdict.a[name], verdict.b[name]
+            if score_a > score_b:
+                tally.wins += 1
+            elif score_a < score_b:
+                tally.losses += 1
+            else:
+                tally.ties += 1
+        report.rows.append(
+            {
+                "prompt": prompt,
+                "a": verdict.a,
+                "b": verdict.b,
+                **{k: _plain(v) for k, v in verdict.details.items() if k in ("a", "b")},
+            }
+        )
+    return report
+
+
+def plot_win_rates(report: WinRateReport, path: str) -> None:
+    """Stacked bars of wins / ties / losses per criterion, written as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from manta.atomic import atomic_write
+
+    names = list(report.tallies)
+    fig, ax = plt.subplots(figsize=(5, 3))
+    left = [0.0] * len(names)
+    for part, colour in (("wins", "tab:green"), ("ties", "tab:gray"), ("losses", "tab:red")):
+        values = [getattr(report.tallies[n], part) / max(report.tallies[n].total, 1) for n in names]
+        ax.barh(names, values, left=left, color=colour, label=part)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(f"share of prompts ({report.system_a} vs {report.system_b})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
+    plt.close(fig)
