@@ -25,6 +25,7 @@ _EXPORTS = {
     "ScheduleConfig": "zaya_train.recipe",
     "Trainer": "zaya_train.trainer",
     "build_trainer": "zaya_train.build",
+    "create_trainer": "zaya_train.build",
     "run_pretraining": "zaya_train.build",
 }
 

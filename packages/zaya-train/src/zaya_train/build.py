@@ -55,34 +55,22 @@ def _resolve(path: str, root: str) -> Path:
     return p if p.is_absolute() else Path(root) / p
 
 
-def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None = None) -> Trainer:
-    """Everything the run needs, checked: the config groups `model`, `train`, `recipe`, `hardware`, `logging`."""
-    from zaya_config import validate_config
+def create_trainer(model_cfg: Any, train: TrainConfig, recipe: RecipeConfig, run_dir: Path, *, cache_dir: Path,
+                   hardware: Any = None, logging_cfg: Any = None, ctx: DistributedContext | None = None) -> Trainer:
+    """A checked Trainer from validated config objects (a `ZayaConfig`, `TrainConfig`, `RecipeConfig`)."""
     from zaya_model import build_model, flops_per_token
 
-    objects: dict[str, Any] = validate_config(cfg)
-    for key in ("model", "train", "recipe"):
-        if key not in objects:
-            raise ZayaTrainError(f"config has no `{key}` group; compose one (e.g. {key}=...) in the defaults list")
-    model_cfg, train, recipe = objects["model"], objects["train"], objects["recipe"]
     ctx = ctx or init_distributed(train.distributed, train.device)
     torch.manual_seed(train.seed)  # the same initial weights on every rank
     model = build_model(model_cfg).to(ctx.device)
     check_recipe(recipe, train, int(model.max_positions), ctx.world_size)
-    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
-    data = prepare_data(
-        train.data,
-        _resolve(train.data.cache_dir, root),
-        is_rank0=ctx.is_rank0,
-        barrier=ctx.barrier,
-        progress=bool(OmegaConf.select(cfg, "logging.progress", default=True)),
-    )
+    progress = logging_cfg.progress if logging_cfg else True
+    data = prepare_data(train.data, Path(cache_dir), is_rank0=ctx.is_rank0, barrier=ctx.barrier, progress=progress)
     if data.tokenizer.vocab_size > model_cfg.vocab_size:
         raise ZayaTrainError(
             f"tokenizer vocab {data.tokenizer.vocab_size} exceeds model.vocab_size "
             f"{model_cfg.vocab_size}; raise model.vocab_size or use a smaller tokenizer"
         )
-    logging_cfg = objects.get("logging")
     return Trainer(
         model,
         train,
@@ -90,13 +78,42 @@ def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None
         data,
         ctx,
         Path(run_dir),
-        hardware=objects.get("hardware"),
+        hardware=hardware,
         flops_per_token=lambda seq_len: flops_per_token(model_cfg, seq_len, training=True),
         log_every=logging_cfg.log_every_steps if logging_cfg else 10,
         metrics_jsonl=logging_cfg.metrics_jsonl if logging_cfg else True,
         tensorboard=logging_cfg.tensorboard if logging_cfg else False,
-        progress=logging_cfg.progress if logging_cfg else True,
+        progress=progress,
     )
+
+
+def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None = None) -> Trainer:
+    """Everything the run needs, checked: the config groups `model`, `train`, `recipe`, `hardware`, `logging`."""
+    from zaya_config import validate_config
+
+    objects: dict[str, Any] = validate_config(cfg)
+    for key in ("model", "train", "recipe"):
+        if key not in objects:
+            raise ZayaTrainError(f"config has no `{key}` group; compose one (e.g. {key}=...) in the defaults list")
+    train = objects["train"]
+    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
+    cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
+    return create_trainer(objects["model"], train, objects["recipe"], run_dir, cache_dir=_resolve(cache, root),
+                          hardware=objects.get("hardware"), logging_cfg=objects.get("logging"), ctx=ctx)
+
+
+def resolved_config_yaml(cfg: DictConfig) -> str:
+    """The run's config with every default filled in (validated objects), as YAML."""
+    from zaya_config import validate_config
+
+    full = OmegaConf.to_container(cfg, resolve=True)
+    for key, obj in validate_config(cfg).items():
+        node, *path = key.split(".")
+        target = full
+        for part in [node, *path][:-1]:
+            target = target.setdefault(part, {})
+        target[key.split(".")[-1]] = OmegaConf.to_container(OmegaConf.structured(obj))
+    return OmegaConf.to_yaml(OmegaConf.create(full))
 
 
 def run_pretraining(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
@@ -104,7 +121,7 @@ def run_pretraining(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     trainer = build_trainer(cfg, run_dir)
     try:
         if trainer.ctx.is_rank0:
-            atomic_write_text(Path(run_dir) / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+            atomic_write_text(Path(run_dir) / "config.yaml", resolved_config_yaml(cfg))
         summary = trainer.run()
         if trainer.ctx.is_rank0:
             atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")

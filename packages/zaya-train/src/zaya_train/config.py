@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from zaya_config.checks import in_range, non_negative, one_of, positive
 from zaya_config.errors import invalid
+from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
 
 STDLIB = "stdlib"  # source path meaning "the running interpreter's standard library sources"
 
@@ -55,7 +56,7 @@ class DataConfig:
     sources: dict[str, SourceConfig] = field(default_factory=dict)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     val_fraction: float = 0.05  # share of documents held out for validation (by a hash of their name)
-    cache_dir: str = ".cache/zaya/data"  # prepared shards are reused from here
+    cache_dir: str | None = None  # prepared shards are reused from here; default <paths.cache_dir>/data
     chunk_tokens: int = 1 << 16
 
     def validate(self) -> None:
@@ -162,6 +163,8 @@ class TrainConfig:
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    resilience: ResilienceConfig = field(default_factory=ResilienceConfig)  # preemption, watchdog, NaN policy
+    faults: FaultsConfig = field(default_factory=FaultsConfig)  # fault injection (tests, soak runs)
     eval: EvalConfig = field(default_factory=EvalConfig)
     plots: bool = True
 
@@ -177,7 +180,7 @@ class TrainConfig:
         one_of("device", self.device, ("auto", "cpu", "cuda"))
         non_negative("grad_clip", self.grad_clip)
         positive("max_steps", self.max_steps, optional=True)
-        for name in ("data", "optimizer", "distributed", "checkpoint", "eval"):
+        for name in ("data", "optimizer", "distributed", "checkpoint", "eval", "resilience", "faults"):
             try:
                 getattr(self, name).validate()
             except ValueError as err:

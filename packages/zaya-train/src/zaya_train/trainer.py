@@ -75,6 +75,10 @@ class Trainer:
             )
         self._window_start = (time.perf_counter(), 0)
         self._last_saved_step = -1
+        from zaya_train.resilience.trainer_hook import ResilienceHook  # preemption, watchdog, NaN policy, faults
+
+        self.resilience = ResilienceHook(self)
+        self.hooks.append(self.resilience)
 
     # ------------------------------------------------------------------ phases
     @property
@@ -119,10 +123,12 @@ class Trainer:
             dict(phase.mixture),
         )
 
-    def current_lr(self) -> float:
-        """The LR at the current token count within the phase's schedule segment."""
+    def current_lr(self, step_tokens: int = 0) -> float:
+        """The LR of the step that ends `step_tokens` from now, within the phase's schedule segment.
+
+        Evaluated at the step's end, so the first warmup step already moves the weights."""
         start = self.recipe.phase_start(self.progress.phase)
-        return learning_rate(self.phase.schedule, (self.progress.tokens - start) / self.phase.tokens)
+        return learning_rate(self.phase.schedule, (self.progress.tokens + step_tokens - start) / self.phase.tokens)
 
     # ------------------------------------------------------------------ one step
     def _autocast(self) -> contextlib.AbstractContextManager:
@@ -142,7 +148,7 @@ class Trainer:
         tokens = torch.from_numpy(batch).to(self.ctx.device, non_blocking=True)
         micro = min(self.cfg.micro_batch_size, len(tokens))
         n_micro = len(tokens) // micro
-        lr = self.current_lr()
+        lr = self.current_lr(len(batch) * (batch.shape[1] - 1) * self.ctx.world_size)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
@@ -150,15 +156,13 @@ class Trainer:
         for i in range(n_micro):
             set_gradient_sync(self.wrapped, i == n_micro - 1)
             loss = self._loss(self.wrapped, tokens[i * micro : (i + 1) * micro])
+            loss = self.resilience.poison_loss(self.progress.step + 1, loss)
             (loss / n_micro).backward()
             loss_sum += loss.detach()
         max_norm = self.cfg.grad_clip if self.cfg.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
         if hasattr(grad_norm, "full_tensor"):
             grad_norm = grad_norm.full_tensor()
-        self.optimizer.step()
-        load = self.model.expert_load().detach().clone() if self._logging_now() else None
-        self.model.update_router_biases()
         loss_mean = self.ctx.all_reduce_sum(loss_sum / n_micro) / self.ctx.world_size
         metrics = {
             "loss": float(loss_mean),
@@ -166,6 +170,13 @@ class Trainer:
             "lr": lr,
             "tokens_in_step": len(batch) * (batch.shape[1] - 1) * self.ctx.world_size,
         }
+        verdict = self.resilience.judge(self.progress.step + 1, metrics["loss"], metrics["grad_norm"])
+        if verdict != "accept":  # a NaN or spiking batch never reaches the weights (skip or roll back)
+            self.optimizer.zero_grad(set_to_none=True)
+            return {**metrics, "anomaly": verdict}
+        self.optimizer.step()
+        load = self.model.expert_load().detach().clone() if self._logging_now() else None
+        self.model.update_router_biases()
         if load is not None:
             load = self.ctx.all_reduce_sum(load.float())
             share = load / load.sum(dim=-1, keepdim=True).clamp_min(1)
@@ -221,6 +232,7 @@ class Trainer:
             "world_size": self.ctx.world_size,
             "sampler": self.sampler.state_dict() if self.sampler is not None else None,
             "recipe": self.recipe.name,
+            "resilience": self.resilience.state_dict(),
         }
         if self.zero1:  # this rank's optimizer shard; ZeRO partitions are tied to the world size
             state["zero1_optim"] = self.optimizer.optim.state_dict()
@@ -270,6 +282,8 @@ class Trainer:
             self.enter_phase(self.progress.phase, train["sampler"])
         set_rng_state(train["rng"])
         self._last_saved_step = self.progress.step
+        self.resilience.load_state_dict(train.get("resilience"))
+        self.resilience.resumed(step)
         log.info("resumed from step %d (%d tokens, phase %d)", step, self.progress.tokens, self.progress.phase)
         return True
 
@@ -288,6 +302,8 @@ class Trainer:
 
     def after_step(self, metrics: dict[str, Any]) -> None:
         """Advance counters, then log, evaluate and checkpoint on their cadences."""
+        if "anomaly" in metrics:  # a skipped or rolled-back batch is not a step
+            return
         self.progress.step += 1
         self.progress.tokens += metrics["tokens_in_step"]
         self.progress.record_loss(metrics["loss"])

@@ -48,6 +48,8 @@ def plot_run(run_dir: Path) -> list[Path]:
         im = axes[0].imshow(last, aspect="auto", cmap="viridis")
         axes[0].set_xlabel("expert (last column: skip)")
         axes[0].set_ylabel("layer")
+        axes[0].set_yticks(range(last.shape[0]))
+        axes[0].set_xticks(range(last.shape[1]))
         axes[0].set_title(f"token share at step {loads[-1]['step']}")
         fig.colorbar(im, ax=axes[0])
         history = np.asarray([np.asarray(r["expert_load"], dtype=float).reshape(-1) for r in loads]).T

@@ -1,11 +1,13 @@
 """Which parameters get weight decay and which get Muon: decided once, by module type and shape."""
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from zaya_train.config import OptimizerConfig
+if TYPE_CHECKING:  # the config layer (hydra) stays out of optimizer-only imports (benchmarks)
+    from zaya_train.config import OptimizerConfig
 
 _NOT_MATRIX_MODULES = (nn.Embedding, nn.Conv1d, nn.Conv2d, nn.LayerNorm, nn.RMSNorm)
 
@@ -37,7 +39,7 @@ def classify_parameters(model: nn.Module, decay_embeddings: bool = False) -> lis
     return out
 
 
-def parameter_groups(model: nn.Module, cfg: OptimizerConfig) -> list[dict]:
+def parameter_groups(model: nn.Module, cfg: "OptimizerConfig") -> list[dict]:
     """Param groups for the optimizer: (muon?, decay?) combinations, empty ones dropped."""
     buckets: dict[tuple[bool, bool], list[nn.Parameter]] = {}
     names: dict[tuple[bool, bool], list[str]] = {}
@@ -59,7 +61,7 @@ def parameter_groups(model: nn.Module, cfg: OptimizerConfig) -> list[dict]:
     return groups
 
 
-def build_optimizer(model: nn.Module, cfg: OptimizerConfig, zero1: bool = False) -> torch.optim.Optimizer:
+def build_optimizer(model: nn.Module, cfg: "OptimizerConfig", zero1: bool = False) -> torch.optim.Optimizer:
     """The configured optimizer over `model`'s parameter groups (ZeRO-1 sharded across ranks if asked)."""
     from zaya_train.optim.muon import Muon
 

@@ -1,8 +1,10 @@
 """Learning-rate schedules as pure functions of progress, so a phase change or a resume needs no state."""
 
 import math
+from typing import TYPE_CHECKING
 
-from zaya_train.recipe import ScheduleConfig
+if TYPE_CHECKING:
+    from zaya_train.recipe import ScheduleConfig
 
 
 def _warmup(progress: float, warmup: float, start_lr: float, peak_lr: float) -> float:
@@ -44,7 +46,7 @@ def warmup_stable_decay(
     return _decay((progress - decay_start) / decay_fraction, peak_lr, end_lr, shape)
 
 
-def learning_rate(schedule: ScheduleConfig, progress: float) -> float:
+def learning_rate(schedule: "ScheduleConfig", progress: float) -> float:
     """The LR of a phase's schedule segment at `progress` (0 = phase start, 1 = phase end)."""
     progress = min(max(progress, 0.0), 1.0)
     if schedule.kind == "warmup_cosine":
