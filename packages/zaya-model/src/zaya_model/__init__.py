@@ -4,17 +4,42 @@
 `build_model(cfg)` makes a `ZayaForCausalLM`. Imports neither hydra nor transformers.
 """
 
+from zaya_model import hf_keys
+from zaya_model.accounting import (
+    DecodeBytes,
+    ParameterCount,
+    attention_flops_per_token,
+    count_parameters,
+    decode_bytes_per_token,
+    flops_per_token,
+)
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
 from zaya_model.errors import ZayaModelConfigError, ZayaModelError
+from zaya_model.hf_io import load_hf, read_hf_folder, save_hf, to_hf_state_dict
 from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM, build_model
+from zaya_model.parallel import ShardSpec, parallel_plan, spec_for
 
 __all__ = [
+    "DecodeBytes",
+    "ParameterCount",
+    "ShardSpec",
     "ZayaCache",
     "ZayaConfig",
     "ZayaDecoderLayer",
     "ZayaForCausalLM",
     "ZayaModelConfigError",
     "ZayaModelError",
+    "attention_flops_per_token",
     "build_model",
+    "count_parameters",
+    "decode_bytes_per_token",
+    "flops_per_token",
+    "hf_keys",
+    "load_hf",
+    "parallel_plan",
+    "read_hf_folder",
+    "save_hf",
+    "spec_for",
+    "to_hf_state_dict",
 ]

@@ -170,15 +170,15 @@ class ZayaConfig:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_preset(cls, name: str, **overrides: Any) -> ZayaConfig:
-        """Load `conf/model/<name>.yaml` (zaya1-base, zaya1-8b-32k, zaya1-tiny), then apply overrides."""
+    def from_preset(cls, preset: str, /, **overrides: Any) -> ZayaConfig:
+        """Load `conf/model/<preset>.yaml` (zaya1-base, zaya1-8b-32k, zaya1-tiny), then apply overrides."""
         import yaml  # pyyaml; light and present wherever transformers is
 
         folder = resources.files("zaya_model.conf") / "model"
         names = sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
-        if name not in names:
-            raise ZayaModelConfigError(f"unknown model preset {name!r}; known presets: {', '.join(names)}")
-        data = yaml.safe_load((folder / f"{name}.yaml").read_text()) or {}
+        if preset not in names:
+            raise ZayaModelConfigError(f"unknown model preset {preset!r}; known presets: {', '.join(names)}")
+        data = yaml.safe_load((folder / f"{preset}.yaml").read_text()) or {}
         data.pop("defaults", None)
         data.update(overrides)
         return cls.from_dict(data)
