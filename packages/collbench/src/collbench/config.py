@@ -196,6 +196,7 @@ class SizingConfig:
     train_tokens_per_step: int = 65536
     seq_len: int = 2048
     context_len: int = 2048
+    iso_params: bool = True  # widths = base experts x width / num_experts (same expert parameters)
     max_total_params: float = 0.0  # 0 = no budget
     measured_dir: str = ""  # a characterize run dir; its gemm.csv/membw.csv refine the estimates
     tensor_parallel: int = 1
