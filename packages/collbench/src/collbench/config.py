@@ -172,37 +172,24 @@ def _prefixed(prefix: str, check) -> None:
 
 
 @dataclass
-class BaseModelDims:
-    """The dense part of the model the MoE study varies (HF-style names, as zaya_model.ZayaConfig)."""
-
-    vocab_size: int = 32000
-    hidden_size: int = 1024
-    num_hidden_layers: int = 8
-    num_attention_heads: int = 8
-    num_key_value_heads: int = 2
-    head_dim: int = 128
-
-
-@dataclass
 class SizingConfig:
-    """The sizing study (config key `sizing`): dims rules and the MoE width study."""
+    """The sizing study (config key `sizing`): dims rules and the MoE width study around the composed `model`."""
 
-    model: BaseModelDims = field(default_factory=BaseModelDims)
     num_experts: list[int] = field(default_factory=lambda: [4, 8, 16])
-    expert_widths: list[int] = field(default_factory=lambda: [512, 1024, 2048])
+    expert_widths: list[int] = field(default_factory=lambda: [512, 1024, 2048])  # used when iso_params is false
     top_k: list[int] = field(default_factory=lambda: [1, 2])
     decode_batches: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64])
     latency_batch: int = 8  # the batch whose decode latency the Pareto front trades against training
-    train_tokens_per_step: int = 65536
+    train_tokens_per_step: int = 16384  # tokens one GPU runs per forward (micro-batch x sequence)
     seq_len: int = 2048
     context_len: int = 2048
     iso_params: bool = True  # widths = base experts x width / num_experts (same expert parameters)
     max_total_params: float = 0.0  # 0 = no budget
-    measured_dir: str = ""  # a characterize run dir; its gemm.csv/membw.csv refine the estimates
+    measured_dir: str = ""  # a characterize run dir; its gemm.csv refines the estimates
     tensor_parallel: int = 1
 
     def validate(self) -> None:
-        """Positive grid values; top-k not above the expert counts."""
+        """Positive grid values; the latency batch is one of the decode batches."""
         c = _checks()
         for name in ("num_experts", "expert_widths", "top_k", "decode_batches"):
             values = getattr(self, name)
@@ -210,23 +197,10 @@ class SizingConfig:
                 raise _invalid(name, values, "a non-empty list")
             for i, v in enumerate(values):
                 c.positive(f"{name}[{i}]", v)
-        if min(self.num_experts) < max(self.top_k) and min(self.num_experts) < min(self.top_k):
+        if min(self.top_k) > max(self.num_experts):
             raise _invalid("top_k", self.top_k, f"values <= the number of experts ({self.num_experts})")
-        for name in ("latency_batch", "train_tokens_per_step", "seq_len", "context_len", "tensor_parallel"):
+        if self.latency_batch not in self.decode_batches:
+            raise _invalid("latency_batch", self.latency_batch, f"one of decode_batches {self.decode_batches}")
+        for name in ("train_tokens_per_step", "seq_len", "context_len", "tensor_parallel"):
             c.positive(name, getattr(self, name))
         c.non_negative("max_total_params", self.max_total_params)
-        for name in (
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "num_key_value_heads",
-            "head_dim",
-        ):
-            c.positive(f"model.{name}", getattr(self.model, name))
-        if self.model.num_attention_heads % self.model.num_key_value_heads:
-            raise _invalid(
-                "model.num_key_value_heads",
-                self.model.num_key_value_heads,
-                f"a divisor of num_attention_heads ({self.model.num_attention_heads})",
-            )
