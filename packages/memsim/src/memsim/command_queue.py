@@ -1,9 +1,18 @@
-"""Per-bank or per-rank command queues, scanned round robin; refresh blocks the queues it involves."""
+"""Per-bank or per-rank command queues, scanned round robin; refresh blocks the queues it involves.
+
+Each queue keeps a lower bound on the cycle it can next issue. Timing constraints only ever move later
+and activation windows only fill, so a bound stays valid until the queue's contents or its bank's state
+change (then it is reset to 0, "look again"); the scan skips queues whose bound lies in the future,
+and a failed look recomputes the exact bound. This is what makes busy scans cheap and lets the
+controller sleep until the earliest bound.
+"""
 
 from memsim.channel_state import ChannelState
 from memsim.commands import COLUMN_CMDS, Cmd
 from memsim.scheduling import SCHEDULERS, QueuedCommand
 from memsim.spec import DramSpec
+
+NEVER_READY = 1 << 62
 
 
 class CommandQueues:
@@ -15,47 +24,61 @@ class CommandQueues:
         self.per_bank = spec.queue_structure == "PER_BANK"
         self.n_queues = spec.ranks * spec.banks if self.per_bank else spec.ranks
         self.queues: list[list[QueuedCommand]] = [[] for _ in range(self.n_queues)]
+        self.bound = [NEVER_READY] * self.n_queues
         self.capacity = spec.cmd_queue_size
         self.scheduler = SCHEDULERS[spec.scheduler](state)
         self.queue_idx = 0
         self.count = 0
+        self.dirty = True  # a command left a queue: the transaction scheduler should look again
         self.in_refresh = False
         self.refresh_queues: frozenset[int] = frozenset()
-
-    def index(self, rank: int, bank: int) -> int:
-        """Queue of a flat bank number (rank-major)."""
-        return bank if self.per_bank else rank
 
     def will_accept(self, rank: int, bank: int) -> bool:
         return len(self.queues[bank if self.per_bank else rank]) < self.capacity
 
     def add(self, qc: QueuedCommand) -> None:
-        self.queues[qc.bank if self.per_bank else qc.rank].append(qc)
+        q = qc.bank if self.per_bank else qc.rank
+        self.queues[q].append(qc)
+        self.bound[q] = 0
         self.count += 1
+
+    def remove(self, qc: QueuedCommand) -> None:
+        q = qc.bank if self.per_bank else qc.rank
+        self.queues[q].remove(qc)
+        self.bound[q] = 0
+        self.count -= 1
+        self.dirty = True
+
+    def bank_changed(self, rank: int, bank: int) -> None:
+        """A command changed this bank's state: its queue must be looked at again."""
+        self.bound[bank if self.per_bank else rank] = 0
 
     def next_command(self, clk: int, take: bool = True) -> tuple[int, QueuedCommand] | None:
         """Round-robin scan; a picked column command leaves its queue unless `take` is False."""
-        n, queues, skip = self.n_queues, self.queues, self.refresh_queues if self.in_refresh else ()
+        n, queues, bound = self.n_queues, self.queues, self.bound
+        skip = self.refresh_queues if self.in_refresh else ()
         idx = self.queue_idx
         first_ready = self.scheduler.first_ready
         for _ in range(n):
             idx += 1
             if idx == n:
                 idx = 0
+            if bound[idx] > clk or idx in skip:
+                continue
             queue = queues[idx]
-            if not queue or idx in skip:
+            if not queue:
+                bound[idx] = NEVER_READY
                 continue
             found = first_ready(queue, clk)
-            if found is not None:
-                self.queue_idx = idx
-                if take and found[0] in COLUMN_CMDS:
-                    self.remove(found[1])
-                return found
+            if found is None:
+                at = self.scheduler.ready_at(queue)
+                bound[idx] = NEVER_READY if at is None else at
+                continue
+            self.queue_idx = idx
+            if take and found[0] in COLUMN_CMDS:
+                self.remove(found[1])
+            return found
         return None
-
-    def remove(self, qc: QueuedCommand) -> None:
-        self.queues[qc.bank if self.per_bank else qc.rank].remove(qc)
-        self.count -= 1
 
     def begin_refresh(self, cmd: int, rank: int, bank: int) -> None:
         """Freeze the queues a pending refresh involves until it issues."""
@@ -75,14 +98,9 @@ class CommandQueues:
         self.in_refresh = False
         self.refresh_queues = frozenset()
 
-    def ready_at(self) -> int | None:
-        """Earliest cycle any unfrozen queue could issue, given no other change (None: nothing can)."""
-        best = None
-        skip = self.refresh_queues if self.in_refresh else ()
-        ready_at = self.scheduler.ready_at
-        for idx, queue in enumerate(self.queues):
-            if queue and idx not in skip:
-                at = ready_at(queue)
-                if at is not None and (best is None or at < best):
-                    best = at
-        return best
+    def ready_at(self) -> int:
+        """Lower bound on the cycle any unfrozen queue can issue (may lie in the past: look again)."""
+        if not self.in_refresh:
+            return min(self.bound)
+        skip = self.refresh_queues
+        return min((b for i, b in enumerate(self.bound) if i not in skip), default=NEVER_READY)

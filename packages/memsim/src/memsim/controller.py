@@ -75,6 +75,7 @@ class ChannelController:
         addr = trans.addr
         if clk < self.next_wake:
             self.next_wake = clk
+        self.cmdq.dirty = True
         if trans.is_write:
             if addr in self.pending_writes:
                 self.pending_write_data[addr] = trans.data  # merged into the buffered write: newest data wins
@@ -172,6 +173,11 @@ class ChannelController:
     def _log_and_apply(self, cmd: int, rank: int, bank: int, row: int, column: int, clk: int, hit: bool) -> None:
         self.commands.append((clk, cmd, rank, bank, row, column, hit))
         self.state.issue(cmd, bank, row, rank, clk)
+        if cmd == REF:
+            for b in range(rank * self.spec.banks, (rank + 1) * self.spec.banks):
+                self.cmdq.bank_changed(rank, b)
+        else:
+            self.cmdq.bank_changed(rank, bank)
 
     def _note_power(self, clk: int) -> None:
         st = self.state
@@ -180,21 +186,30 @@ class ChannelController:
             self.power_runs.append((clk, idle))
 
     def _schedule_transaction(self) -> bool:
-        """Move at most one transaction to its command queue; True if anything changed."""
+        """Move at most one transaction to its command queue; True if anything changed.
+
+        The outcome only changes when a transaction arrives or a command leaves a command queue, so a
+        scan that found nothing is not repeated until one of those happens (`cmdq.dirty`).
+        """
+        cmdq = self.cmdq
+        if not cmdq.dirty:
+            return False
         draining_before = self.write_draining
         if self.write_draining == 0 and not self.unified:
             n = len(self.write_buffer)
-            if n >= self.capacity or (n > self.spec.write_drain_threshold and self.cmdq.count == 0):
+            if n >= self.capacity or (n > self.spec.write_drain_threshold and cmdq.count == 0):
                 self.write_draining = n
         if self.unified:
             queue = self.read_queue
         else:
             queue = self.write_buffer if self.write_draining > 0 else self.read_queue
-        mapping, cmdq = self.mapping, self.cmdq
+        queues, cap, per_bank = cmdq.queues, cmdq.capacity, cmdq.per_bank
         for i, trans in enumerate(queue):
-            ch, rank, bg, ba, row, col = mapping.decode(trans.addr)
-            bank = (rank * self.spec.bankgroups + bg) * self.spec.banks_per_group + ba
-            if not cmdq.will_accept(rank, bank):
+            where = trans.where
+            if where is None:
+                where = trans.where = self._locate(trans.addr)
+            rank, bg, ba, bank, row, col = where
+            if len(queues[bank if per_bank else rank]) >= cap:
                 continue
             if trans.is_write and not self.unified:
                 if trans.addr in self.pending_reads:  # an older read of this address goes first
@@ -204,7 +219,14 @@ class ChannelController:
             cmdq.add(QueuedCommand(self.column_command(trans.is_write), trans.addr, rank, bg, ba, bank, row, col))
             del queue[i]
             return True
-        return self.write_draining != draining_before
+        if self.write_draining != draining_before:
+            return True
+        cmdq.dirty = False
+        return False
+
+    def _locate(self, addr: int) -> tuple[int, int, int, int, int, int]:
+        _, rank, bg, ba, row, col = self.mapping.decode(addr)
+        return rank, bg, ba, (rank * self.spec.bankgroups + bg) * self.spec.banks_per_group + ba, row, col
 
     def _next_event(self, clk: int) -> int:
         """Earliest later cycle at which a tick could do something, assuming no new arrivals."""
@@ -218,7 +240,5 @@ class ChannelController:
                 at = st.earliest[bank * N_CMD + st.required(REFB, bank, -1)]
             best = min(best, at)
         if self.cmdq.count:
-            at = self.cmdq.ready_at()
-            if at is not None:
-                best = min(best, at)
+            best = min(best, self.cmdq.ready_at())
         return max(best, clk + 1)

@@ -7,7 +7,7 @@ from typing import Any
 class Transaction:
     """One read or write of `request_size_bytes` at `addr`; `data` carries the bytes (None: timing only)."""
 
-    __slots__ = ("added_cycle", "addr", "callback", "complete_cycle", "data", "is_write", "tag")
+    __slots__ = ("added_cycle", "addr", "callback", "complete_cycle", "data", "is_write", "tag", "where")
 
     def __init__(self, addr: int, is_write: bool, data: bytes | None = None,
                  callback: "Callable[[Transaction], Any] | None" = None, tag: Any = None) -> None:  # fmt: skip
@@ -18,6 +18,7 @@ class Transaction:
         self.tag = tag
         self.added_cycle = -1
         self.complete_cycle = -1
+        self.where: tuple[int, int, int, int, int, int] | None = None  # decoded (rank, bg, bank, flat bank, row, col)
 
     @property
     def latency(self) -> int:

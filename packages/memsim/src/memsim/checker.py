@@ -1,0 +1,209 @@
+"""An independent protocol checker: replays an issued command stream against the standard's rules.
+
+It shares nothing with the controller but the spec's named parameters (tRCD, tRP, ...): the rules are
+re-derived here the way a JEDEC data sheet states them, as minimum distances between commands plus
+state rules (an ACT needs a closed bank, a column command an open bank with its row, a REF an idle
+rank), a rolling four-activate window, a data bus without overlapping bursts (and a tRTRS gap when the
+direction or the rank changes), one command per cycle (HBM: one row and one column command), and a
+refresh rate that never falls more than 8 intervals behind (JEDEC's postponement limit).
+"""
+
+from collections import deque
+from dataclasses import dataclass
+
+from memsim.commands import SHORT_NAMES, Cmd
+from memsim.spec import DramSpec
+
+RD, WR, RDA, WRA, ACT, PRE, REF, REFB = (Cmd.READ, Cmd.WRITE, Cmd.READ_PRECHARGE, Cmd.WRITE_PRECHARGE,
+                                         Cmd.ACTIVATE, Cmd.PRECHARGE, Cmd.REFRESH, Cmd.REFRESH_BANK)  # fmt: skip
+READ_KINDS, WRITE_KINDS = (RD, RDA), (WR, WRA)
+ROW_KINDS = (ACT, PRE, REF, REFB)
+MAX_POSTPONED_REFRESHES = 8
+NEG = -(1 << 40)
+
+
+@dataclass(frozen=True)
+class Violation:
+    cycle: int
+    channel: int
+    command: str
+    rank: int
+    bank: int
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"cycle {self.cycle} ch{self.channel} {self.command} r{self.rank} b{self.bank}: {self.rule} ({self.detail})"
+
+
+class _Bank:
+    __slots__ = ("last", "open_row")
+
+    def __init__(self) -> None:
+        self.open_row = -1
+        self.last = {k: NEG for k in (ACT, PRE, RD, WR, RDA, WRA, REF, REFB)}
+
+
+class _Channel:
+    def __init__(self, spec: DramSpec) -> None:
+        self.banks = [_Bank() for _ in range(spec.ranks * spec.banks)]
+        self.acts = [deque(maxlen=4) for _ in range(spec.ranks)]
+        self.last_act_bg = [[NEG] * spec.bankgroups for _ in range(spec.ranks)]
+        self.last_rd_bg = [[NEG] * spec.bankgroups for _ in range(spec.ranks)]
+        self.last_wr_end_bg = [[NEG] * spec.bankgroups for _ in range(spec.ranks)]  # end of write data burst
+        self.last_pre = [NEG] * spec.ranks
+        self.refs = [0] * spec.ranks
+        self.last_ref = [NEG] * spec.ranks
+        self.bus_end, self.bus_kind, self.bus_rank = NEG, None, -1
+        self.cycle_cmds: tuple[int, int, int] = (NEG, 0, 0)  # (cycle, row cmds, column cmds)
+
+
+class ProtocolChecker:
+    """Feed commands in issue order with `check`; `violations` collects every broken rule."""
+
+    def __init__(self, spec: DramSpec) -> None:
+        self.spec = spec
+        t = spec.t
+        self.bl2 = spec.burst_cycle
+        self.rl, self.wl = t("AL") + t("CL"), t("AL") + t("CWL")
+        gddr_hbm = spec.family in ("GDDR", "HBM")
+        self.trcd_rd = t("tRCDRD") if gddr_hbm else t("tRCD") - t("AL")
+        self.trcd_wr = t("tRCDWR") if gddr_hbm else t("tRCD") - t("AL")
+        one_bg = spec.bankgroups == 1
+        self.tccd_l = t("tCCD_S") if one_bg else t("tCCD_L")
+        self.trrd_l = t("tRRD_S") if one_bg else t("tRRD_L")
+        self.twtr_l = t("tWTR_S") if one_bg else t("tWTR_L")
+        self.tppd = t("tPPD") if spec.is_gddr or spec.protocol == "LPDDR4" else 0
+        self.channels = [_Channel(spec) for _ in range(spec.channels)]
+        self.violations: list[Violation] = []
+        self.checked = 0
+
+    def _fail(self, cyc: int, ch: int, cmd: int, rank: int, bank: int, rule: str, detail: str) -> None:
+        self.violations.append(Violation(cyc, ch, SHORT_NAMES[Cmd(cmd)], rank, bank, rule, detail))
+
+    def _min_gap(self, cyc, ch, cmd, rank, bank, since: int, gap: int, rule: str) -> None:  # noqa: ANN001
+        if cyc - since < gap:
+            self._fail(cyc, ch, cmd, rank, bank, rule, f"{cyc - since} < {gap} cycles")
+
+    def check(self, cyc: int, ch: int, cmd: int, rank: int, bank: int, row: int = -1) -> None:
+        """Check one issued command (bank is the flat bank number; for REF any bank of the rank)."""
+        self.checked += 1
+        spec, t, c = self.spec, self.spec.t, self.channels[ch]
+        self._command_bus(cyc, ch, cmd, rank, bank, c)
+        if cmd == REF:
+            self._refresh(cyc, ch, rank, c)
+            return
+        b = c.banks[bank]
+        bg = (bank // spec.banks_per_group) % spec.bankgroups
+        gap = lambda since, n, rule: self._min_gap(cyc, ch, cmd, rank, bank, since, n, rule)  # noqa: E731
+        if cmd == ACT:
+            if b.open_row >= 0:
+                self._fail(cyc, ch, cmd, rank, bank, "ACT to an open bank", f"row {b.open_row} is open")
+            gap(b.last[ACT], t("tRC"), "tRC")
+            gap(b.last[PRE], t("tRP"), "tRP")
+            gap(b.last[RDA], t("AL") + t("tRTP") + t("tRP"), "RDA auto-precharge + tRP")
+            gap(b.last[WRA], self.wl + self.bl2 + t("tWR") + t("tRP"), "WRA write recovery + tRP")
+            gap(c.last_ref[rank], t("tRFC"), "tRFC")
+            gap(b.last[REFB], t("tRFCb"), "tRFCb")
+            for g in range(spec.bankgroups):
+                gap(c.last_act_bg[rank][g], self.trrd_l if g == bg else t("tRRD_S"), "tRRD_L" if g == bg else "tRRD_S")
+            acts = c.acts[rank]
+            if len(acts) == 4:
+                gap(acts[0], t("tFAW"), "tFAW (five ACTs in the window)")
+            acts.append(cyc)
+            c.last_act_bg[rank][bg] = cyc
+            b.open_row, b.last[ACT] = row, cyc
+            return
+        if cmd in (PRE, REFB):
+            if cmd == PRE and b.open_row >= 0:
+                gap(b.last[ACT], t("tRAS"), "tRAS")
+                gap(max(b.last[RD], b.last[RDA]), t("AL") + t("tRTP"), "tRTP")
+                gap(max(b.last[WR], b.last[WRA]), self.wl + self.bl2 + t("tWR"), "tWR")
+            if cmd == REFB:
+                if b.open_row >= 0:
+                    self._fail(cyc, ch, cmd, rank, bank, "REFB to an open bank", f"row {b.open_row} is open")
+                gap(b.last[PRE], t("tRP"), "tRP before REFB")
+            elif self.tppd:
+                gap(c.last_pre[rank], self.tppd, "tPPD")
+                c.last_pre[rank] = cyc
+            b.open_row = -1
+            b.last[cmd] = cyc
+            return
+        # column commands
+        if b.open_row < 0 or (row >= 0 and b.open_row != row):
+            self._fail(cyc, ch, cmd, rank, bank, "column command to a closed bank or another row",
+                       f"open row {b.open_row}, wanted {row}")  # fmt: skip
+        is_read = cmd in READ_KINDS
+        gap(b.last[ACT], self.trcd_rd if is_read else self.trcd_wr, "tRCD")
+        same_kind = c.last_rd_bg[rank] if is_read else [e - self.wl - self.bl2 for e in c.last_wr_end_bg[rank]]
+        for g in range(spec.bankgroups):
+            l_or_s = g == bg
+            gap(same_kind[g], max(self.bl2, self.tccd_l if l_or_s else t("tCCD_S")), "tCCD_L" if l_or_s else "tCCD_S")
+            if is_read:
+                gap(c.last_wr_end_bg[rank][g], self.twtr_l if l_or_s else t("tWTR_S"), "tWTR_L" if l_or_s else "tWTR_S")
+        self._data_bus(cyc, ch, cmd, rank, bank, c, is_read)
+        if is_read:
+            c.last_rd_bg[rank][bg] = cyc
+        else:
+            c.last_wr_end_bg[rank][bg] = cyc + self.wl + self.bl2
+        b.last[cmd] = cyc
+        if cmd in (RDA, WRA):
+            b.open_row = -1
+
+    def _command_bus(self, cyc: int, ch: int, cmd: int, rank: int, bank: int, c: _Channel) -> None:
+        last, rows, cols = c.cycle_cmds
+        if last != cyc:
+            rows = cols = 0
+        is_row = cmd in ROW_KINDS
+        rows, cols = rows + is_row, cols + (not is_row)
+        c.cycle_cmds = (cyc, rows, cols)
+        allowed = (rows <= 1 and cols <= 1) if self.spec.dual_command_issue else rows + cols <= 1
+        if not allowed:
+            self._fail(cyc, ch, cmd, rank, bank, "command bus", f"{rows} row + {cols} column commands in one cycle")
+
+    def _data_bus(self, cyc: int, ch: int, cmd: int, rank: int, bank: int, c: _Channel, is_read: bool) -> None:
+        start = cyc + (self.rl if is_read else self.wl)
+        kind = "R" if is_read else "W"
+        need = 0
+        if c.bus_kind is not None and (c.bus_kind != kind or c.bus_rank != rank):
+            need = 0 if (kind == "W" and c.bus_kind == "W") else self.spec.t("tRTRS")
+        if start < c.bus_end + need:
+            self._fail(cyc, ch, cmd, rank, bank, "data bus", f"burst at {start} overlaps the previous one "
+                       f"ending {c.bus_end} (+{need} turnaround)")  # fmt: skip
+        c.bus_end, c.bus_kind, c.bus_rank = start + self.bl2, kind, rank
+
+    def _refresh(self, cyc: int, ch: int, rank: int, c: _Channel) -> None:
+        spec, t = self.spec, self.spec.t
+        base = rank * spec.banks
+        for i in range(base, base + spec.banks):
+            b = c.banks[i]
+            if b.open_row >= 0:
+                self._fail(cyc, ch, REF, rank, i, "REF with a bank open", f"row {b.open_row}")
+            self._min_gap(cyc, ch, REF, rank, i, b.last[PRE], t("tRP"), "tRP before REF")
+            self._min_gap(cyc, ch, REF, rank, i, b.last[RDA], t("AL") + t("tRTP") + t("tRP"), "RDA + tRP before REF")
+            self._min_gap(cyc, ch, REF, rank, i, b.last[WRA], self.wl + self.bl2 + t("tWR") + t("tRP"), "WRA before REF")
+        self._min_gap(cyc, ch, REF, rank, base, c.last_ref[rank], t("tRFC"), "tRFC between REFs")
+        self._refresh_rate(cyc, ch, rank, c)
+        c.refs[rank] += 1
+        c.last_ref[rank] = cyc
+
+    def _refresh_rate(self, cyc: int, ch: int, rank: int, c: _Channel) -> None:
+        owed = cyc // self.spec.t("tREFI") - MAX_POSTPONED_REFRESHES - 1
+        if self.spec.refresh_policy != "BANK_LEVEL_STAGGERED" and c.refs[rank] < owed:
+            self._fail(cyc, ch, REF, rank, rank * self.spec.banks, "refresh rate",
+                       f"{c.refs[rank]} REFs by cycle {cyc}, at least {owed} due")  # fmt: skip
+
+    def finish(self, end_cycle: int) -> list[Violation]:
+        """Final refresh-rate check at the end of the run; returns all violations."""
+        for ch, c in enumerate(self.channels):
+            for rank in range(self.spec.ranks):
+                self._refresh_rate(end_cycle, ch, rank, c)
+        return self.violations
+
+
+def check_commands(spec: DramSpec, commands, end_cycle: int) -> list[Violation]:  # noqa: ANN001
+    """Replay (cycle, channel, cmd, rank, bank, row, ...) tuples in order; return the violations."""
+    checker = ProtocolChecker(spec)
+    for cyc, ch, cmd, rank, bank, row, *_ in commands:
+        checker.check(cyc, ch, cmd, rank, bank, row)
+    return checker.finish(end_cycle)
