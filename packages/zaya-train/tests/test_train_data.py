@@ -90,7 +90,7 @@ def test_missing_and_empty_data_fail_with_clear_errors(tmp_path):
     (tmp_path / "empty" / "blank.txt").write_text("")
     with pytest.raises(ZayaTrainError, match="no non-empty files"):
         list_documents(SourceConfig(path=str(tmp_path / "empty"), glob="*.txt"))
-    with pytest.raises(ZayaTrainError, match="not a zaya token shard|not a readable"):
+    with pytest.raises(ZayaTrainError, match=r"not a zaya token shard|not a readable"):
         (tmp_path / "bad.zarr").mkdir()
         TokenShard(tmp_path / "bad.zarr")
 
@@ -110,7 +110,7 @@ def _sampler(tmp_path, seq_len=16, weights=None):
 
 
 def test_sampler_is_deterministic_and_resume_is_exact(tmp_path):
-    data, first = _sampler(tmp_path)
+    _, first = _sampler(tmp_path)
     full = [first.next_batch(8) for _ in range(60)]  # several epochs of source b
     _, second = _sampler(tmp_path)
     for _ in range(25):

@@ -1,5 +1,6 @@
 """Muon against an SVD reference, the AdamW half of Muon against torch's AdamW, parameter groups, schedules."""
 
+import itertools
 import math
 
 import pytest
@@ -105,4 +106,4 @@ def test_schedules_hit_their_anchor_points():
     wsd = [warmup_stable_decay(p, 1.0, 0.0, 0.1, 0.2) for p in (0.05, 0.1, 0.5, 0.8, 0.9, 1.0)]
     assert wsd == pytest.approx([0.5, 1.0, 1.0, 1.0, 0.5, 0.0])
     values = [warmup_cosine(i / 100, 1.0, 0.1, 0.1) for i in range(10, 101)]
-    assert all(a >= b for a, b in zip(values, values[1:], strict=False))  # monotone after warmup
+    assert all(a >= b for a, b in itertools.pairwise(values))  # monotone after warmup
