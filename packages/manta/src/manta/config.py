@@ -52,3 +52,26 @@ class MantaConfig:
             non_negative("cost_budget", self.cost_budget)
         in_range("mask_probability", self.mask_probability, 0.0, 1.0)
         in_range("min_relative_relevance", self.min_relative_relevance, 0.0, 1.0)
+
+
+@dataclass
+class RenderConfig:
+    """Whether and how the compose service renders its plans with the diffusers backend."""
+
+    enabled: bool = False
+    device: str = "cpu"
+    num_steps: int = 20
+    height: int = 512
+    width: int = 512
+    guidance_scale: float = 7.5
+
+    def validate(self) -> None:
+        """Sizes the VAE can handle (multiples of 8) and a positive step count."""
+        from zaya_config.errors import invalid
+
+        positive("num_steps", self.num_steps)
+        for name in ("height", "width"):
+            value = getattr(self, name)
+            if value <= 0 or value % 8:
+                raise invalid(name, value, "a positive multiple of 8")
+        non_negative("guidance_scale", self.guidance_scale)

@@ -6,7 +6,7 @@ import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
-from manta.catalog import Catalog
+from manta.catalog import Catalog, CatalogEntry
 from manta.errors import MantaError
 from manta.index import CatalogIndex
 from manta.limits import PlanCost, ResolvedLimits, plan_cost
@@ -107,8 +107,8 @@ def plan_from_selection(
     )
 
 
-def check_plan(plan: CompositionPlan, catalog: Catalog, limits: ResolvedLimits) -> PlanCost:
-    """Recompute a plan's cost from the catalog; raise when an adapter is for another base family."""
+def check_families(plan: CompositionPlan, catalog: Catalog) -> tuple[CatalogEntry, list[CatalogEntry]]:
+    """The plan's base and adapters from the catalog; raise when an adapter is for another base family."""
     base = catalog[plan.base_id]
     if base.is_adapter:
         raise MantaError(f"plan base {plan.base_id!r} is an adapter, not a checkpoint")
@@ -119,6 +119,12 @@ def check_plan(plan: CompositionPlan, catalog: Catalog, limits: ResolvedLimits) 
                 f"adapter {adapter.id!r} is for base family {adapter.base_family!r} but the plan's base "
                 f"{base.id!r} is {base.base_family!r}; pick a {base.base_family} adapter or another base"
             )
+    return base, adapters
+
+
+def check_plan(plan: CompositionPlan, catalog: Catalog, limits: ResolvedLimits) -> PlanCost:
+    """Recompute a plan's cost from the catalog (after checking its base families)."""
+    base, adapters = check_families(plan, catalog)
     return plan_cost(base, adapters, limits)
 
 
