@@ -58,6 +58,7 @@ class ChannelController:
         self.dual_issue_cycles: list[int] = []
         self.power_runs: list[tuple[int, tuple[bool, ...]]] = [(0, (True,) * spec.ranks)]
         self.on_complete: Callable[[Transaction], None] | None = None
+        self.skip_idle = True  # False: tick every cycle, as DRAMSim3 does (used to test the event logic)
 
     # ---- frontend side
     def will_accept(self, is_write: bool) -> bool:
@@ -119,9 +120,11 @@ class ChannelController:
             if self.spec.dual_command_issue:
                 self._second_command(issued, clk)
             self._note_power(clk)
+        if not self.skip_idle:
+            self.cmdq.dirty = True
         moved = self._schedule_transaction()
-        if moved or issued is not None:
-            self.next_wake = clk + 1 if moved else self._next_event(clk)
+        if moved or not self.skip_idle:
+            self.next_wake = clk + 1
         else:
             self.next_wake = self._next_event(clk)
 
@@ -195,14 +198,30 @@ class ChannelController:
         if not cmdq.dirty:
             return False
         draining_before = self.write_draining
-        if self.write_draining == 0 and not self.unified:
-            n = len(self.write_buffer)
-            if n >= self.capacity or (n > self.spec.write_drain_threshold and cmdq.count == 0):
-                self.write_draining = n
+        if self.write_draining == 0 and not self.unified and self._drain_due():
+            self.write_draining = len(self.write_buffer)
         if self.unified:
-            queue = self.read_queue
+            moved = self._move_first(self.read_queue)
+        elif self.write_draining > 0:
+            moved = self._move_first(self.write_buffer)
+            if not moved and self.write_draining == 0 and self._drain_due():
+                # The write that fits waits for an older read still in the read queue. DRAMSim3 restarts the
+                # drain every cycle and livelocks here; memsim lets that cycle move a read instead.
+                moved = self._move_first(self.read_queue)
         else:
-            queue = self.write_buffer if self.write_draining > 0 else self.read_queue
+            moved = self._move_first(self.read_queue)
+        if moved or self.write_draining != draining_before:
+            return True
+        cmdq.dirty = False
+        return False
+
+    def _drain_due(self) -> bool:
+        n = len(self.write_buffer)
+        return n >= self.capacity or (n > self.spec.write_drain_threshold and self.cmdq.count == 0)
+
+    def _move_first(self, queue: list[Transaction]) -> bool:
+        """Move the oldest transaction whose command queue has room; a write blocked by a read stops the drain."""
+        cmdq = self.cmdq
         queues, cap, per_bank = cmdq.queues, cmdq.capacity, cmdq.per_bank
         for i, trans in enumerate(queue):
             where = trans.where
@@ -214,14 +233,11 @@ class ChannelController:
             if trans.is_write and not self.unified:
                 if trans.addr in self.pending_reads:  # an older read of this address goes first
                     self.write_draining = 0
-                    break
+                    return False
                 self.write_draining -= 1
             cmdq.add(QueuedCommand(self.column_command(trans.is_write), trans.addr, rank, bg, ba, bank, row, col))
             del queue[i]
             return True
-        if self.write_draining != draining_before:
-            return True
-        cmdq.dirty = False
         return False
 
     def _locate(self, addr: int) -> tuple[int, int, int, int, int, int]:

@@ -134,7 +134,10 @@ class DramSpec:
 
     @property
     def capacity_bytes(self) -> int:
-        return self.channels * self.channel_size_mb * 2**20
+        """Bytes the address mapping reaches (DRAMSim3's channel_size can disagree for HBM/GDDR columns)."""
+        fields = (self.channels, self.ranks, self.bankgroups, self.banks_per_group, self.rows, self.columns)
+        bits = sum(n.bit_length() - 1 for n in fields) - (self.BL.bit_length() - 1)
+        return self.request_size_bytes << bits
 
     def t(self, key: str) -> int:
         """A timing value in command-clock cycles."""

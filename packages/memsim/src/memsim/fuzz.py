@@ -1,0 +1,18 @@
+"""Seeded random traffic for fuzzing the controller and the checker (numpy, vectorised)."""
+
+import numpy as np
+
+from memsim.spec import DramSpec
+from memsim.trace import Trace
+
+
+def random_trace(spec: DramSpec, n: int, seed: int = 0, write_fraction: float = 0.3, max_gap: int = 8,
+                 locality: float = 0.5, hot_lines: int = 64) -> Trace:  # fmt: skip
+    """n requests: a mix of random lines and a small hot set (row hits, same-address reuse, RAW/WAR)."""
+    rng = np.random.default_rng(seed)
+    lines = spec.capacity_bytes // spec.request_size_bytes
+    cold = rng.integers(0, lines, size=n, dtype=np.int64)
+    hot = rng.integers(0, min(lines, hot_lines), size=n, dtype=np.int64)
+    line = np.where(rng.random(n) < locality, hot, cold)
+    gaps = rng.integers(0, max_gap + 1, size=n, dtype=np.int64)
+    return Trace(line * spec.request_size_bytes, rng.random(n) < write_fraction, np.cumsum(gaps), True, "<random>")
