@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from collbench.timing import time_per_call_us
+from collbench.timing import time_graph_per_call_us, time_per_call_us
 
 BYTES_PER_ELEMENT_MOVED = {"copy": 2, "read": 1, "write": 1, "triad": 3}
 
@@ -55,6 +55,7 @@ def run_membw_sweep(
     dtype: str = "float32",
     device_label: str = "",
     progress: bool = False,
+    graph_below_bytes: int = 256 << 20,
 ) -> list[MembwResult]:
     """Time each kernel at each buffer size; GB/s = bytes moved / time (1e9 B/s)."""
     torch_dtype = getattr(torch, dtype)
@@ -69,9 +70,13 @@ def run_membw_sweep(
     for kernel, size in iterator:
         numel = max(1, size // elem)
         fn = _kernel(kernel, numel, torch_dtype, device)
-        # small buffers: more calls per timed span so the clock resolution and launch gaps average out
+        # small buffers: more calls per timed span so the clock resolution and launch gaps average out;
+        # on a GPU they run from one CUDA graph, so the launch gaps vanish and the cache bandwidth shows
         calls = iters * max(1, min(64, (1 << 24) // max(size, 1)))
-        t_us = time_per_call_us(fn, calls, warmup, device)
+        if device.type == "cuda" and size < graph_below_bytes:
+            t_us = time_graph_per_call_us(fn, calls, warmup, device)
+        else:
+            t_us = time_per_call_us(fn, calls, warmup, device)
         moved = BYTES_PER_ELEMENT_MOVED[kernel] * numel * elem
         results.append(MembwResult(kernel, numel * elem, moved, t_us, moved / (t_us * 1e-6) / 1e9, device_label))
         del fn

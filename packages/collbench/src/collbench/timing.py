@@ -35,6 +35,35 @@ def time_per_call_us(
     return (time.perf_counter() - t0) * 1e6 / iters
 
 
+def time_graph_per_call_us(fn: Callable[[], object], calls: int, warmup: int, device: torch.device,
+                           replays: int = 3) -> float:
+    """Mean microseconds per call with `calls` calls captured in one CUDA graph (launch gaps removed),
+    best of `replays` timed replays; small, cache-resident kernels need this to show their bandwidth."""
+    for _ in range(max(1, warmup)):
+        fn()
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize(device)
+    best = float("inf")
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) * 1e3 / calls)
+    return best
+
+
 def pick_device(name: str = "auto") -> torch.device:
     """`cuda` when asked for (or `auto` and present), else `cpu`."""
     if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
