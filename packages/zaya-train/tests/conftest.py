@@ -20,6 +20,7 @@ def tiny_sources():
 @pytest.fixture
 def make_trainer(tmp_path: Path, tiny_sources):
     """Build a real Trainer (zaya1-tiny, byte tokenizer) from overrides of TrainConfig and a phase list."""
+    from zaya_config import hardware
     from zaya_model import ZayaConfig
     from zaya_train.build import create_trainer
     from zaya_train.config import CheckpointConfig, DataConfig, EvalConfig, TrainConfig
@@ -31,10 +32,10 @@ def make_trainer(tmp_path: Path, tiny_sources):
         phases = phases or [
             PhaseConfig(
                 name="p0",
-                tokens=4 * 4 * 32,
+                tokens=10**6,
                 seq_len=32,
                 mixture={"json": 1.0, "email": 1.0},
-                schedule=ScheduleConfig(peak_lr=3e-3, warmup_fraction=0.25),
+                schedule=ScheduleConfig(kind="constant", peak_lr=3e-3, warmup_fraction=0.0),
             )
         ]
         train_kwargs.setdefault("data", DataConfig(sources=dict(tiny_sources), val_fraction=0.2))
@@ -49,7 +50,13 @@ def make_trainer(tmp_path: Path, tiny_sources):
         recipe.validate()
         model_cfg = ZayaConfig.from_preset("zaya1-tiny", **(model_overrides or {}))
         trainer = create_trainer(
-            model_cfg, train, recipe, run_dir or tmp_path / "run", cache_dir=tmp_path / "cache", ctx=ctx
+            model_cfg,
+            train,
+            recipe,
+            run_dir or tmp_path / "run",
+            cache_dir=tmp_path / "cache",
+            ctx=ctx,
+            hardware=hardware("cpu"),
         )
         trainer.show_progress = False
         made.append(trainer)

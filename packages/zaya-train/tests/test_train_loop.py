@@ -1,0 +1,73 @@
+"""The training loop on the real zaya1-tiny: gradient accumulation, bf16 autocast, metrics, plots,
+sample generation, and resume from a checkpoint continuing exactly."""
+
+import json
+
+import pytest
+import torch
+from zaya_train.config import CheckpointConfig, EvalConfig
+from zaya_train.metrics import read_metrics
+
+
+def _weights(trainer):
+    return {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+
+
+def test_gradient_accumulation_matches_one_big_micro_batch(make_trainer, tmp_path):
+    a = make_trainer(micro_batch_size=1, max_steps=3, run_dir=tmp_path / "a")
+    b = make_trainer(micro_batch_size=4, max_steps=3, run_dir=tmp_path / "b")
+    a.run()
+    b.run()
+    la = [r["loss"] for r in read_metrics(tmp_path / "a" / "metrics.jsonl") if r["kind"] == "train"]
+    lb = [r["loss"] for r in read_metrics(tmp_path / "b" / "metrics.jsonl") if r["kind"] == "train"]
+    assert la == pytest.approx(lb, rel=1e-5)
+    wa, wb = _weights(a), _weights(b)
+    for key in wa:
+        assert torch.allclose(wa[key], wb[key], atol=1e-5), key
+
+
+def test_run_writes_metrics_plots_and_a_sample(make_trainer, tmp_path):
+    trainer = make_trainer(max_steps=12, plots=True, eval=EvalConfig(every_steps=6, sequences=4, sample_tokens=16))
+    trainer.log_every = 3
+    summary = trainer.run()
+    run = tmp_path / "run"
+    records = read_metrics(run / "metrics.jsonl")
+    train = [r for r in records if r["kind"] == "train"]
+    assert [r["step"] for r in train] == [1, 3, 6, 9, 12]
+    for key in ("loss", "grad_norm", "lr", "tokens_per_s", "mfu", "expert_load", "skip_rate"):
+        assert key in train[-1], key
+    load = torch.tensor(train[-1]["expert_load"])
+    assert load.shape == (2, 5) and torch.allclose(load.sum(-1), torch.ones(2))
+    vals = [r for r in records if r["kind"] == "val"]
+    assert [r["step"] for r in vals] == [0, 6, 12, 12]
+    assert vals[-1]["val_loss"] < vals[0]["val_loss"]
+    assert {"val_loss/json", "val_loss/email"} <= vals[0].keys()
+    assert summary["sample"].startswith("def ") and len(summary["sample"]) > 4
+    assert (run / "loss.png").stat().st_size > 1000 and (run / "expert_load.png").stat().st_size > 1000
+
+
+def test_bf16_autocast_keeps_fp32_master_weights(make_trainer):
+    trainer = make_trainer(precision="bf16", max_steps=2)
+    summary = trainer.run()
+    assert all(p.dtype == torch.float32 for p in trainer.model.parameters())
+    assert torch.isfinite(torch.tensor(summary["final_train_loss"]))
+
+
+def test_resume_from_checkpoint_continues_exactly(make_trainer, tmp_path):
+    ckpt = CheckpointConfig(enabled=True, every_steps=2, keep_last=2)
+    ref = make_trainer(max_steps=4, checkpoint=ckpt, run_dir=tmp_path / "ref")
+    ref.run()
+    first = make_trainer(max_steps=2, checkpoint=ckpt, run_dir=tmp_path / "cut")
+    first.run()
+    first.close()
+    second = make_trainer(max_steps=4, checkpoint=ckpt, run_dir=tmp_path / "cut")
+    assert second.resume() and second.progress.step == 2
+    summary = second.run()
+    assert summary["steps"] == 4
+    w_ref, w_cut = _weights(ref), _weights(second)
+    for key in w_ref:
+        assert torch.equal(w_ref[key], w_cut[key]), key
+    losses = lambda d: [r["loss"] for r in read_metrics(d / "metrics.jsonl") if r["kind"] == "train"]  # noqa: E731
+    assert losses(tmp_path / "cut")[-1] == losses(tmp_path / "ref")[-1]
+    saved = json.loads((tmp_path / "cut" / "checkpoints" / "step_00000004" / "manifest.json").read_text())
+    assert saved["step"] == 4
