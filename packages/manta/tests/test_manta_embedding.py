@@ -1,0 +1,60 @@
+"""The local embedding model, the on-disk cache of catalog embeddings, and the index's search."""
+
+import numpy as np
+import pytest
+from manta.catalog import Catalog, load_catalog
+from manta.embedding import TextEmbedder, cache_path, catalog_embeddings, default_model_path
+from manta.errors import MantaError
+from manta.index import CatalogIndex
+
+
+def test_default_model_is_the_bundled_minilm():
+    path = default_model_path()
+    assert (path / "model.safetensors").is_file() and (path / "modules.json").is_file()
+
+
+def test_missing_model_path_is_a_clear_error(tmp_path):
+    with pytest.raises(MantaError, match=r"embedding model path .*missing.* is not a sentence-transformers folder"):
+        TextEmbedder(tmp_path / "missing")
+
+
+def test_embeddings_are_unit_norm_and_semantic(embedder):
+    vectors = embedder.embed(["a photo of a cat", "a kitten sleeping", "a diesel truck engine"])
+    assert vectors.shape == (3, embedder.dim) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+
+
+def test_catalog_embeddings_are_cached_atomically_and_reused(embedder, tmp_path):
+    catalog = Catalog(load_catalog("example").entries[:8], source="<first 8>")
+    vectors = catalog_embeddings(catalog, embedder, tmp_path)
+    path = cache_path(tmp_path, catalog, embedder.model_id)
+    assert path.is_file() and path.with_suffix(".json").is_file()
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+    assert np.allclose(vectors, embedder.embed([e.embedding_text() for e in catalog.entries]), atol=1e-5)
+    # The second call reads the file: a marker written into the cache comes back.
+    marker = np.full_like(vectors, 0.25)
+    np.save(path, marker)
+    assert np.array_equal(catalog_embeddings(catalog, embedder, tmp_path), marker)
+    # Other content -> other key.
+    other = Catalog(load_catalog("example").entries[:9], source="<first 9>")
+    assert cache_path(tmp_path, other, embedder.model_id) != path
+
+
+def test_index_search_is_exact_and_family_restricted(example_index, embedder):
+    query = embedder.embed(["watercolor painting style"])
+    hits = example_index.search_adapters(query, 3, "sd15")
+    ids = [example_index.entry(p).id for p in hits.positions_QK[0]]
+    assert ids[0] == "watercolor-wash"
+    assert all(example_index.entry(p).base_family == "sd15" for p in hits.positions_QK[0])
+    family = example_index.family_positions["sd15"]
+    brute = example_index.embeddings_ND[family] @ query[0]
+    assert hits.scores_QK[0][0] == pytest.approx(brute.max(), abs=1e-6)
+    with pytest.raises(MantaError, match="base family 'flux' is not in catalog"):
+        example_index.search_adapters(query, 3, "flux")
+
+
+def test_index_rejects_embeddings_of_another_catalog():
+    catalog = load_catalog("example")
+    with pytest.raises(MantaError, match="embeddings for a catalog of"):
+        CatalogIndex(catalog, np.zeros((3, 4), dtype=np.float32))
