@@ -1,0 +1,29 @@
+"""The GPU benchmark script runs end to end on CPU with --smoke (so GPU time is not spent on a broken script)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "train_step.py"
+PACKAGES = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_train_step_benchmark_smoke(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in sorted(PACKAGES.glob("*/src"))))
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--smoke", "--out", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads((tmp_path / "results.json").read_text())["rows"]
+    assert {r["optimizer"] for r in rows} == {"adamw", "muon"}
+    assert all(r["tokens_per_s"] > 0 and r["optimizer_step_ms"] > 0 for r in rows)
+    assert (tmp_path / "throughput.png").stat().st_size > 1000 and "muon" in proc.stdout

@@ -1,0 +1,84 @@
+"""End to end: the pretrain service as a real subprocess on CPU, a tiny override of the main job's config."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MAIN = Path(__file__).resolve().parents[1] / "main.py"
+# The main job's config, shrunk: fewer steps and files, the same two phases (context extension included).
+TINY = [
+    "recipe.phases.0.tokens=49152",  # 24 steps of 16 x 128
+    "recipe.phases.1.tokens=16384",  # 4 steps of 16 x 256
+    "recipe.phases.0.schedule.warmup_fraction=0.1",
+    "train.data.sources.library.max_files=60",
+    "train.data.sources.tests.max_files=20",
+    "train.eval.every_steps=12",
+    "train.eval.sequences=8",
+    "train.eval.sample_tokens=24",
+    "train.checkpoint.every_steps=12",
+    "logging.log_every_steps=4",
+]
+
+
+def _run(root: Path, *overrides: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, str(MAIN), f"paths.root_dir={root}", *TINY, *overrides],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def _records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_pretrain_trains_checkpoints_samples_and_leaves_the_run_dir(tmp_path):
+    proc = _run(tmp_path)
+    (run_dir,) = (tmp_path / "outputs" / "pretrain").glob("*/*")
+    assert "--- sample after 28 steps" in proc.stdout and f"run dir: {run_dir}" in proc.stdout
+    vals = [r["val_loss"] for r in _records(run_dir) if r["kind"] == "val"]
+    assert vals[-1] < 0.75 * vals[0], vals  # validation loss falls clearly (from ~ln(257) = 5.5)
+    phases = [(r["name"], r["seq_len"]) for r in _records(run_dir) if r["kind"] == "phase"]
+    assert phases == [("pretrain", 128), ("extend", 256)]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 28 and summary["sample"].startswith("def ")
+    for name in ("config.yaml", "metrics.jsonl", "loss.png", "expert_load.png", "checkpoints/latest"):
+        assert (run_dir / name).is_file(), name
+    assert (run_dir / "checkpoints" / "step_00000028" / "manifest.json").is_file()
+    assert "optimizer:" in (run_dir / "config.yaml").read_text()  # resolved, defaults filled in
+
+
+@pytest.mark.slow
+def test_pretrain_multirun_over_two_seeds(tmp_path):
+    _run(
+        tmp_path,
+        "-m",
+        "train.seed=0,1",
+        "recipe.phases.0.tokens=8192",
+        "recipe.phases.1.tokens=4096",
+        "train.eval.sample_tokens=0",
+        "train.plots=false",
+    )
+    runs = sorted((tmp_path / "outputs" / "pretrain" / "multirun").glob("*/*/*/summary.json"))
+    assert len(runs) == 2
+    finals = [json.loads(p.read_text())["final_val_loss"] for p in runs]
+    assert finals[0] != finals[1]  # different seeds, different runs
+
+
+def test_bad_config_fails_at_start_naming_the_key(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(MAIN), f"paths.root_dir={tmp_path}", "recipe.phases.0.seq_len=4096"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    assert "seq_len 4096 exceeds the model's 256 positions" in proc.stderr
+    assert not list((tmp_path / "outputs").rglob("metrics.jsonl"))  # no step ran
