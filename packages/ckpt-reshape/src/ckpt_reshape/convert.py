@@ -1,0 +1,233 @@
+"""Convert any checkpoint to any format and layout, one logical tensor at a time.
+
+The pipeline: plan every target piece first (an impossible layout fails here, before a byte is written);
+then I/O threads read logical tensors ahead of the writer under a byte budget (by default the largest tensor's
+size, so at most about one extra tensor is ever held); each tensor is hashed (in another thread) while its
+pieces are written; the output is published by an atomic rename. Peak memory is therefore bounded by about
+twice the largest tensor, whatever the checkpoint's total size.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ckpt_reshape.atomic import atomic_output, check_destination
+from ckpt_reshape.checksums import bytes_sha256, tensor_sha256
+from ckpt_reshape.errors import ReshapeError
+from ckpt_reshape.formats import FORMATS, WRITERS, CheckpointReader, open_checkpoint
+from ckpt_reshape.formats.base import SIDECAR_FORMAT
+from ckpt_reshape.index import CheckpointIndex, dtype_name
+from ckpt_reshape.layout import ParallelLayout
+from ckpt_reshape.pieces import plan_layout
+from ckpt_reshape.splits import SplitTable
+from ckpt_reshape.train_manifest import read_train_manifest, write_train_manifest
+from ckpt_reshape.zaya_names import default_split_table
+
+_HEX_PLACEHOLDER = "0" * 64
+
+
+@dataclass
+class ConvertResult:
+    """What a conversion wrote."""
+
+    dst: Path
+    fmt: str
+    layout: ParallelLayout
+    tensors: int
+    objects: int
+    bytes_written: int
+    dropped: list[str] = field(default_factory=list)  # entries the target format cannot hold
+
+
+class _ByteBudget:
+    """Admits reads strictly in order, each when it fits the budget or nothing else is held.
+
+    In order, because the writer consumes tensors in order: letting a later read take the budget while an
+    earlier one waits would deadlock.
+    """
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget, self.held, self.aborted, self.next_ticket = budget_bytes, 0, False, 0
+        self._cond = threading.Condition()
+
+    def acquire(self, ticket: int, n: int) -> None:
+        with self._cond:
+            self._cond.wait_for(
+                lambda: (
+                    self.aborted or (ticket == self.next_ticket and (self.held == 0 or self.held + n <= self.budget))
+                )
+            )
+            if self.aborted:
+                raise ReshapeError("conversion aborted")
+            self.held += n
+            self.next_ticket += 1
+            self._cond.notify_all()
+
+    def abort(self) -> None:
+        """Wake and fail every waiting reader (after an error, so the pool can shut down)."""
+        with self._cond:
+            self.aborted = True
+            self._cond.notify_all()
+
+    def release(self, n: int) -> None:
+        with self._cond:
+            self.held -= n
+            self._cond.notify_all()
+
+
+def _target_index(
+    reader: CheckpointReader, model_only: bool, hf_config: dict | None
+) -> tuple[CheckpointIndex, list[str]]:
+    index = reader.index
+    dropped: list[str] = []
+    if model_only:
+        full = index
+        index = index.model_only()
+        dropped = [k for k in [*full.tensors, *full.objects] if k not in index.tensors]
+    if hf_config is not None:
+        index.hf_config = hf_config
+    return index, dropped
+
+
+def _sidecar(fmt: str, index: CheckpointIndex, layout: ParallelLayout, table: SplitTable, src: Path) -> dict:
+    return {
+        "format": SIDECAR_FORMAT,
+        "checkpoint_format": fmt,
+        "layout": layout.to_dict(),
+        "split_table": table.source,
+        "source": str(src),
+        "hf_config": index.hf_config,
+        "tensors": {
+            name: {"shape": list(m.shape), "dtype": dtype_name(m.dtype), "sha256": _HEX_PLACEHOLDER}
+            for name, m in index.tensors.items()
+        },
+        "objects": dict.fromkeys(index.objects, _HEX_PLACEHOLDER),
+    }
+
+
+def convert(
+    src: Path,
+    dst: Path,
+    to: str,
+    layout: ParallelLayout | None = None,
+    *,
+    model_only: bool = False,
+    force: bool = False,
+    table: SplitTable | None = None,
+    hf_config: dict | None = None,
+    io_threads: int = 2,
+    memory_budget_bytes: int | None = None,
+    progress: bool = False,
+    writer_options: dict | None = None,
+) -> ConvertResult:
+    """Convert `src` (any format) into `dst` in format `to` with `layout` (default: the source's layout)."""
+    if to not in FORMATS:
+        raise ReshapeError(f"unknown target format {to!r}; choose one of {', '.join(FORMATS)}")
+    src, dst = Path(src), Path(dst)
+    check_destination(dst, force, src)
+    writer_cls = WRITERS[to]
+    with open_checkpoint(src) as reader:
+        index, dropped = _target_index(reader, model_only or writer_cls.model_only, hf_config)
+        layout = layout or reader.index.layout or ParallelLayout()
+        table = table or default_split_table(index)
+        pieces = plan_layout(index, table, layout)  # raises before anything is written
+        sidecar = _sidecar(to, index, layout, table, src)
+        train_manifest = read_train_manifest(reader.path) if to == "dcp" and reader.format_name == "dcp" else None
+        with atomic_output(dst, force) as tmp:
+            writer = writer_cls(tmp, index, pieces, layout, **(writer_options or {}))
+            if hasattr(writer, "reserve_sidecar"):
+                writer.reserve_sidecar(sidecar)
+            for name in index.objects:
+                payload = reader.read_object(name)
+                sidecar["objects"][name] = bytes_sha256(payload)
+                writer.write_object(name, payload)
+            written = _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress)
+            if train_manifest is not None:
+                for rel, path in reader.extra_files().items():
+                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, tmp / rel)
+            writer.finish(sidecar)
+            if train_manifest is not None:
+                write_train_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size)
+    return ConvertResult(dst, to, layout, len(index.tensors), len(index.objects), written, dropped)
+
+
+def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress) -> int:
+    names = list(index.tensors)
+    budget = _ByteBudget(memory_budget_bytes or max(index.largest_tensor_bytes, 1))
+    bar = _progress_bar(progress, index.total_bytes, f"{reader.format_name} -> {writer.format_name}")
+
+    def load(ticket: int, name: str) -> torch.Tensor:
+        budget.acquire(ticket, index.tensors[name].nbytes)
+        return reader.read_tensor(name)
+
+    with (
+        ThreadPoolExecutor(max(io_threads, 1), thread_name_prefix="ckpt-read") as pool,
+        ThreadPoolExecutor(1) as hasher,
+    ):
+        pending: deque[tuple[str, Future]] = deque()
+        try:
+            written = _drain(
+                names, pending, pool, hasher, load, reader, writer, index, sidecar, budget, bar, io_threads
+            )
+        except BaseException:
+            budget.abort()
+            for _, future in pending:
+                future.cancel()
+            raise
+        finally:
+            if bar is not None:
+                bar[0].stop()
+    return written
+
+
+def _drain(names, pending, pool, hasher, load, reader, writer, index, sidecar, budget, bar, io_threads) -> int:
+    written = 0
+    next_i = 0
+    while next_i < len(names) or pending:
+        while next_i < len(names) and len(pending) < max(io_threads, 1) * 2:
+            pending.append((names[next_i], pool.submit(load, next_i, names[next_i])))
+            next_i += 1
+        name, future = pending.popleft()
+        meta = index.tensors[name]
+        tensor = future.result()
+        try:
+            if tuple(tensor.shape) != meta.shape or tensor.dtype != meta.dtype:
+                raise ReshapeError(
+                    f"{reader.path}: tensor {name!r} reads as {list(tensor.shape)} {tensor.dtype}, its index "
+                    f"says {list(meta.shape)} {meta.dtype}; mismatched shape or dtype"
+                )
+            digest = hasher.submit(tensor_sha256, tensor)
+            writer.write_tensor(name, tensor)
+            sidecar["tensors"][name]["sha256"] = digest.result()
+            written += meta.nbytes
+            if bar is not None:
+                bar[0].update(bar[1], advance=meta.nbytes)
+        finally:
+            del tensor
+            budget.release(meta.nbytes)
+    return written
+
+
+def _progress_bar(enabled: bool, total: int, label: str):
+    if not enabled:
+        return None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        transient=False,
+    )
+    bar.start()
+    return bar, bar.add_task(label, total=total)

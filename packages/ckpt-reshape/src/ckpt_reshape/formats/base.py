@@ -1,0 +1,125 @@
+"""What every format provides: a reader that serves logical tensors one at a time, and a writer that takes
+them one at a time and stores the pieces a target layout asks for.
+
+Readers never modify their source (files are opened read-only). Writers write into a fresh folder (or
+file) that `atomic.py` renames into place only after `finish()`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+import torch
+
+from ckpt_reshape.errors import ReshapeError
+from ckpt_reshape.index import CheckpointIndex
+from ckpt_reshape.layout import ParallelLayout
+from ckpt_reshape.pieces import Piece
+
+SIDECAR_NAME = "ckpt-reshape.json"
+SIDECAR_FORMAT = "ckpt-reshape/1"
+
+
+class CheckpointReader(ABC):
+    """A checkpoint opened for reading; `index` lists its logical tensors and objects."""
+
+    format_name: str = "?"
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.index = CheckpointIndex()
+        self.sidecar: dict | None = None
+
+    @abstractmethod
+    def read_tensor(self, name: str) -> torch.Tensor:
+        """The whole logical tensor `name`, assembled from however many pieces store it."""
+
+    def read_object(self, name: str) -> bytes:
+        """The `torch.save` bytes of a non-tensor entry."""
+        raise KeyError(name)
+
+    def data_files(self) -> list[Path]:
+        """Every file that belongs to the checkpoint (for size reports and checksums)."""
+        if self.path.is_file():
+            return [self.path]
+        return sorted(p for p in self.path.rglob("*") if p.is_file())
+
+    def extra_files(self) -> dict[str, Path]:
+        """Files carried verbatim by a DCP-to-DCP conversion (e.g. zaya-train's per-rank train state)."""
+        return {}
+
+    def close(self) -> None:  # noqa: B027  (readers without open files need nothing here)
+        """Release open files."""
+
+    def __enter__(self) -> CheckpointReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class CheckpointWriter(ABC):
+    """Writes one checkpoint into `target` (a fresh folder, or a file path for single-file formats)."""
+
+    format_name: str = "?"
+    single_file: bool = False
+    model_only: bool = False  # formats that hold weights only (HF) drop optimizer and trainer entries
+
+    def __init__(self, target: Path, index: CheckpointIndex, pieces: dict[str, list[Piece]], layout: ParallelLayout):
+        self.target = Path(target)
+        self.index = index
+        self.pieces = pieces
+        self.layout = layout
+
+    @abstractmethod
+    def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
+        """Store the pieces of logical tensor `name` (called once per tensor, in index order)."""
+
+    def write_object(self, name: str, payload: bytes) -> None:  # noqa: B027  (HF holds no objects)
+        """Store a non-tensor entry given as `torch.save` bytes."""
+
+    @abstractmethod
+    def finish(self, sidecar: dict) -> None:
+        """Write metadata (including the sidecar: layout and checksums), fsync every file."""
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file or folder so a rename after it cannot expose half-written data."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_sidecar(folder: Path, sidecar: dict) -> None:
+    """Write the layout-and-checksums file next to a folder checkpoint's data (fsynced)."""
+    path = folder / SIDECAR_NAME
+    with open(path, "w", encoding="utf-8") as stream:
+        json.dump(sidecar, stream, indent=1)
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def read_sidecar(folder: Path) -> dict | None:
+    """The sidecar of a folder checkpoint this package wrote, None for checkpoints from elsewhere."""
+    path = folder / SIDECAR_NAME
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise ReshapeError(f"{path}: unreadable sidecar ({err}); delete it or restore it from the source") from err
+    if data.get("format") != SIDECAR_FORMAT:
+        raise ReshapeError(f"{path}: sidecar format {data.get('format')!r}, expected {SIDECAR_FORMAT!r}")
+    return data
+
+
+def layout_from_sidecar(sidecar: dict | None) -> ParallelLayout | None:
+    """The layout recorded in a sidecar, if any."""
+    if sidecar and sidecar.get("layout"):
+        return ParallelLayout.from_dict(sidecar["layout"])
+    return None

@@ -1,0 +1,229 @@
+"""torch.distributed.checkpoint folders, read and written in the exact on-disk form `FileSystemWriter` uses.
+
+A DCP folder holds `.metadata` (a pickled `Metadata`: per tensor its global size, dtype and chunk list; per
+chunk the file, byte offset and length of a `torch.save` archive of that chunk) and one `__<rank>_0.distcp`
+file per saving rank. Reading goes chunk by chunk through `torch_zip.TorchArchive`, so a tensor costs its own
+size in memory and nothing more; writing puts each target rank's pieces into that rank's file, which is what
+`dcp.load` on the target world expects (it reads any chunking, so this is also what a resume sees).
+zaya-train checkpoint folders are DCP folders plus per-rank `train-rank*.pkl` files and a `manifest.json`.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import torch
+from torch.distributed.checkpoint.filesystem import _StorageInfo
+from torch.distributed.checkpoint.metadata import (
+    BytesStorageMetadata,
+    ChunkStorageMetadata,
+    Metadata,
+    MetadataIndex,
+    StorageMeta,
+    TensorProperties,
+    TensorStorageMetadata,
+)
+
+from ckpt_reshape.errors import ReshapeError
+from ckpt_reshape.formats.base import (
+    CheckpointReader,
+    CheckpointWriter,
+    fsync_path,
+    layout_from_sidecar,
+    read_sidecar,
+    write_sidecar,
+)
+from ckpt_reshape.index import TensorMeta
+from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, placeholder, pwrite_from, save_skeleton
+
+METADATA_NAME = ".metadata"
+
+
+def is_dcp_folder(path: Path) -> bool:
+    """A folder with DCP's `.metadata` file."""
+    return path.is_dir() and (path / METADATA_NAME).is_file()
+
+
+class DcpReader(CheckpointReader):
+    """Reads a DCP folder chunk by chunk (see module docstring)."""
+
+    format_name = "dcp"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        meta_path = self.path / METADATA_NAME
+        try:
+            with open(meta_path, "rb") as stream:
+                self.metadata: Metadata = pickle.load(stream)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as err:
+            raise ReshapeError(
+                f"{meta_path}: cannot read DCP metadata ({err}); the file is missing or corrupt"
+            ) from err
+        if not isinstance(self.metadata, Metadata) or self.metadata.storage_data is None:
+            raise ReshapeError(f"{meta_path}: not a torch.distributed.checkpoint Metadata object")
+        self._fds: dict[str, int] = {}
+        planner = self.metadata.planner_data if isinstance(self.metadata.planner_data, dict) else {}
+        self._chunks: dict[str, list[tuple[ChunkStorageMetadata, _StorageInfo]]] = {}
+        for name, item in self.metadata.state_dict_metadata.items():
+            self.index.paths[name] = tuple(planner.get(name, name.split(".")))
+            if isinstance(item, BytesStorageMetadata):
+                self.index.objects.append(name)
+                self._storage(name, MetadataIndex(name))
+                continue
+            self.index.tensors[name] = TensorMeta(name, tuple(item.size), item.properties.dtype)
+            chunks = [(chunk, self._storage(name, MetadataIndex(name, chunk.offsets))) for chunk in item.chunks]
+            covered = sum(_numel(c.sizes) for c, _ in chunks)
+            if covered != _numel(item.size):
+                raise ReshapeError(
+                    f"{meta_path}: tensor {name!r} (shape {list(item.size)}) has chunks covering {covered} of "
+                    f"{_numel(item.size)} elements; the checkpoint is incomplete"
+                )
+            self._chunks[name] = chunks
+        self.sidecar = read_sidecar(self.path)
+        self.index.layout = layout_from_sidecar(self.sidecar)
+
+    def _storage(self, name: str, key: MetadataIndex) -> _StorageInfo:
+        info = self.metadata.storage_data.get(key)
+        if info is None:
+            raise ReshapeError(f"{self.path / METADATA_NAME}: no storage entry for {name!r} at {key.offset}")
+        file = self.path / info.relative_path
+        if not file.is_file():
+            raise ReshapeError(f"{file}: shard file missing (needed by tensor {name!r}); copy the whole folder")
+        if info.transform_descriptors:
+            raise ReshapeError(
+                f"{file}: entry {name!r} uses storage transforms {info.transform_descriptors}, unsupported"
+            )
+        return info
+
+    def _fd(self, relative_path: str) -> int:
+        fd = self._fds.get(relative_path)
+        if fd is None:
+            fd = self._fds[relative_path] = os.open(self.path / relative_path, os.O_RDONLY)
+        return fd
+
+    def _archive(self, name: str, info: _StorageInfo) -> tuple[TorchArchive, LazyTensor]:
+        file = self.path / info.relative_path
+        size = os.fstat(self._fd(info.relative_path)).st_size
+        if info.offset + info.length > size:
+            raise ReshapeError(
+                f"{file}: tensor {name!r} needs bytes {info.offset}..{info.offset + info.length} but the file has "
+                f"{size} (truncated)"
+            )
+        archive = TorchArchive(file, info.offset, info.length, fd=self._fd(info.relative_path))
+        try:
+            lazy = archive.structure()
+        except Exception as err:
+            raise ReshapeError(f"{file}: chunk of tensor {name!r} does not unpickle ({err}); corrupt file") from err
+        if not isinstance(lazy, LazyTensor):
+            raise ReshapeError(f"{file}: chunk of tensor {name!r} holds {type(lazy).__name__}, not a tensor")
+        return archive, lazy
+
+    def read_tensor(self, name: str) -> torch.Tensor:
+        """Assemble one logical tensor from its chunks."""
+        meta = self.index.require(name, str(self.path))
+        chunks = self._chunks[name]
+        out = None if len(chunks) == 1 else torch.empty(meta.shape, dtype=meta.dtype)
+        for chunk, info in chunks:
+            archive, lazy = self._archive(name, info)
+            if lazy.shape != tuple(chunk.sizes) or lazy.dtype != meta.dtype:
+                raise ReshapeError(
+                    f"{self.path / info.relative_path}: chunk of {name!r} at {list(chunk.offsets)} is "
+                    f"{list(lazy.shape)} {lazy.dtype}, metadata says {list(chunk.sizes)} {meta.dtype}"
+                )
+            if out is None:
+                return archive.read(lazy)
+            region = out[tuple(slice(o, o + s) for o, s in zip(chunk.offsets, chunk.sizes, strict=True))]
+            archive.read(lazy, out=region)
+        return out
+
+    def read_object(self, name: str) -> bytes:
+        """Raw `torch.save` bytes of a non-tensor entry."""
+        info = self.metadata.storage_data[MetadataIndex(name)]
+        data = os.pread(self._fd(info.relative_path), info.length, info.offset)
+        if len(data) != info.length:
+            raise ReshapeError(f"{self.path / info.relative_path}: entry {name!r} is truncated")
+        return data
+
+    def extra_files(self) -> dict[str, Path]:
+        """Files that are not DCP's own (zaya-train's `train-rank*.pkl`), excluding manifests and sidecars."""
+        skip = {METADATA_NAME, "manifest.json", "ckpt-reshape.json"}
+        used = {info.relative_path for info in self.metadata.storage_data.values()}
+        return {
+            p.relative_to(self.path).as_posix(): p
+            for p in sorted(self.path.rglob("*"))
+            if p.is_file() and p.name not in skip and p.relative_to(self.path).as_posix() not in used
+        }
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
+class DcpWriter(CheckpointWriter):
+    """Writes each target rank's pieces into `__<rank>_0.distcp` and a `.metadata` DCP can load."""
+
+    format_name = "dcp"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.target.mkdir(parents=True, exist_ok=True)
+        self._files: dict[int, object] = {}
+        self._state_meta: dict[str, object] = {}
+        self._storage: dict[MetadataIndex, _StorageInfo] = {}
+
+    def _file(self, rank: int):
+        stream = self._files.get(rank)
+        if stream is None:
+            stream = self._files[rank] = open(self.target / f"__{rank}_0.distcp", "w+b")  # noqa: SIM115
+        return stream
+
+    def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
+        chunks = []
+        for i, piece in enumerate(self.pieces[name]):
+            stream = self._file(piece.rank)
+            start = stream.tell()
+            offsets = save_skeleton(placeholder(piece.sizes, tensor.dtype), stream, Path(stream.name))
+            pwrite_from(stream.fileno(), offsets[()], tensor[piece.slices()])
+            relative = Path(stream.name).name
+            self._storage[MetadataIndex(name, piece.offsets, i)] = _StorageInfo(relative, start, stream.tell() - start)
+            chunks.append(ChunkStorageMetadata(offsets=torch.Size(piece.offsets), sizes=torch.Size(piece.sizes)))
+        self._state_meta[name] = TensorStorageMetadata(
+            properties=TensorProperties(dtype=tensor.dtype), size=torch.Size(tensor.shape), chunks=chunks
+        )
+
+    def write_object(self, name: str, payload: bytes) -> None:
+        stream = self._file(0)
+        start = stream.tell()
+        stream.write(payload)
+        self._storage[MetadataIndex(name)] = _StorageInfo(Path(stream.name).name, start, len(payload))
+        self._state_meta[name] = BytesStorageMetadata()
+
+    def finish(self, sidecar: dict) -> None:
+        for stream in self._files.values():
+            stream.flush()
+            os.fsync(stream.fileno())
+            stream.close()
+        order = [*self.index.tensors, *self.index.objects]
+        metadata = Metadata(
+            state_dict_metadata={k: self._state_meta[k] for k in order if k in self._state_meta},
+            planner_data={k: self.index.path_of(k) for k in order},
+            storage_data=self._storage,
+            storage_meta=StorageMeta(),
+            version="1.0.0",
+        )
+        with open(self.target / METADATA_NAME, "wb") as stream:
+            pickle.dump(metadata, stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        write_sidecar(self.target, sidecar)
+        fsync_path(self.target)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n

@@ -1,0 +1,161 @@
+"""zarr v3 groups: one uncompressed array per logical tensor under `tensors/`, chunked along the target
+layout's split boundaries, objects as uint8 arrays under `objects/`.
+
+numpy has no bfloat16 or float8, so every array stores its raw words in an unsigned integer of the same
+width and carries the torch dtype in its `dtype` attribute: bf16 round trips bit for bit.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ckpt_reshape.errors import ReshapeError
+from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, fsync_path, layout_from_sidecar
+from ckpt_reshape.index import TensorMeta, dtype_from_name, dtype_name
+from ckpt_reshape.pieces import Piece
+
+MAX_CHUNK_BYTES = 64 << 20
+_WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_TORCH_WORD = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_SIGNED = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}  # torch.from_numpy lacks wide unsigned types
+
+
+def _zarr():
+    try:
+        import zarr
+    except ImportError as err:
+        raise ReshapeError("the zarr format needs zarr>=3: pip install 'ckpt-reshape[zarr]'") from err
+    return zarr
+
+
+def is_zarr_folder(path: Path) -> bool:
+    """A folder with a zarr v3 group document."""
+    return path.is_dir() and (path / "zarr.json").is_file()
+
+
+def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """Raw words of a tensor as an unsigned numpy array of the same shape (no copy when contiguous)."""
+    t = tensor.contiguous()
+    words = t.reshape(-1).view(_TORCH_WORD[t.dtype.itemsize]).reshape(t.shape)
+    return words.numpy().view(_WORD[t.dtype.itemsize])
+
+
+def _from_numpy(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """Inverse of `_to_numpy`."""
+    words = np.ascontiguousarray(array).view(_SIGNED[dtype.itemsize])
+    return torch.from_numpy(words).reshape(-1).view(dtype).reshape(array.shape)
+
+
+def chunk_shape(meta: TensorMeta, pieces: list[Piece]) -> tuple[int, ...]:
+    """A regular chunk grid aligned with every piece boundary, cut along dim 0 to stay <= MAX_CHUNK_BYTES."""
+    if not meta.shape:
+        return ()
+    dims = []
+    for d, size in enumerate(meta.shape):
+        step = size
+        for piece in pieces:
+            for edge in (piece.offsets[d], piece.sizes[d]):
+                if edge:
+                    step = gcd(step, edge)
+        dims.append(max(step, 1))
+    row_bytes = meta.dtype.itemsize
+    for s in dims[1:]:
+        row_bytes *= s
+    dims[0] = max(1, min(dims[0], MAX_CHUNK_BYTES // max(row_bytes, 1)))
+    return tuple(dims)
+
+
+class ZarrReader(CheckpointReader):
+    """Reads a zarr v3 checkpoint written by `ZarrWriter`."""
+
+    format_name = "zarr"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        zarr = _zarr()
+        try:
+            self.root = zarr.open_group(store=str(self.path), mode="r")
+            attrs = dict(self.root.attrs)
+        except Exception as err:
+            raise ReshapeError(f"{self.path}: cannot open as a zarr v3 group ({err})") from err
+        self.sidecar = attrs.get("ckpt_reshape")
+        if not self.sidecar:
+            raise ReshapeError(
+                f"{self.path}: zarr group without `ckpt_reshape` attributes; not written by ckpt-reshape"
+            )
+        self.index.layout = layout_from_sidecar(self.sidecar)
+        self.index.hf_config = self.sidecar.get("hf_config")
+        for name, entry in self.sidecar["tensors"].items():
+            self.index.tensors[name] = TensorMeta(name, tuple(entry["shape"]), dtype_from_name(entry["dtype"], name))
+        self.index.objects = list(self.sidecar.get("objects", {}))
+        self.index.paths = {k: tuple(v) for k, v in self.sidecar.get("paths", {}).items()}
+
+    def _array(self, group: str, name: str):
+        try:
+            return self.root[f"{group}/{name}"]
+        except KeyError:
+            raise ReshapeError(f"{self.path / group / name}: array missing (incomplete zarr checkpoint)") from None
+
+    def read_tensor(self, name: str) -> torch.Tensor:
+        meta = self.index.require(name, str(self.path))
+        array = self._array("tensors", name)
+        if tuple(array.shape) != meta.shape or array.attrs.get("dtype") != dtype_name(meta.dtype):
+            raise ReshapeError(
+                f"{self.path / 'tensors' / name}: array is {list(array.shape)} {array.attrs.get('dtype')}, "
+                f"the index says {list(meta.shape)} {dtype_name(meta.dtype)}"
+            )
+        try:
+            data = array[...]
+        except Exception as err:
+            raise ReshapeError(
+                f"{self.path / 'tensors' / name}: chunk unreadable ({err}); truncated or corrupt"
+            ) from err
+        return _from_numpy(np.asarray(data), meta.dtype)
+
+    def read_object(self, name: str) -> bytes:
+        return bytes(np.asarray(self._array("objects", name)[...]).tobytes())
+
+
+class ZarrWriter(CheckpointWriter):
+    """Writes a zarr v3 group (uncompressed, so conversion runs at disk speed and stays exact)."""
+
+    format_name = "zarr"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        zarr = _zarr()
+        self.root = zarr.open_group(store=str(self.target), mode="w", zarr_format=3)
+        self.tensors = self.root.create_group("tensors")
+        self.objects = self.root.create_group("objects")
+
+    def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
+        meta = self.index.tensors[name]
+        words = _to_numpy(tensor)
+        array = self.tensors.create_array(
+            name,
+            shape=meta.shape,
+            chunks=chunk_shape(meta, self.pieces[name]),
+            dtype=words.dtype,
+            compressors=None,
+            fill_value=0,
+            attributes={"dtype": dtype_name(meta.dtype)},
+        )
+        array[...] = words
+
+    def write_object(self, name: str, payload: bytes) -> None:
+        data = np.frombuffer(payload, dtype=np.uint8)
+        array = self.objects.create_array(
+            name, shape=data.shape, chunks=data.shape or (1,), dtype=np.uint8, compressors=None
+        )
+        array[...] = data
+
+    def finish(self, sidecar: dict) -> None:
+        paths = {k: list(self.index.path_of(k)) for k in [*sidecar["tensors"], *sidecar["objects"]]}
+        self.root.attrs["ckpt_reshape"] = {**sidecar, "paths": paths, "hf_config": self.index.hf_config}
+        for path in sorted(self.target.rglob("*"), reverse=True):
+            fsync_path(path)
+        fsync_path(self.target)
