@@ -63,9 +63,9 @@ class DiffusersBackend:
         from diffusers import DiffusionPipeline
 
         path = _local_path(self.catalog[base_id])
-        dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
+        half = {"torch_dtype": torch.float16} if self.device.startswith("cuda") else {}
         try:
-            pipe = DiffusionPipeline.from_pretrained(str(path), local_files_only=True, torch_dtype=dtype)
+            pipe = DiffusionPipeline.from_pretrained(str(path), local_files_only=True, **half)
         except (OSError, ValueError) as err:
             raise MantaError(f"cannot load base checkpoint {base_id!r} from {path}: {err}") from None
         pipe.set_progress_bar_config(disable=True)
