@@ -24,8 +24,13 @@ from pathlib import Path
 
 import torch
 
-from collbench.gemm import quantization_shapes, reference_matmul_tflops, run_gemm_sweep, square_shapes, \
-    transformer_shapes
+from collbench.gemm import (
+    quantization_shapes,
+    reference_matmul_tflops,
+    run_gemm_sweep,
+    square_shapes,
+    transformer_shapes,
+)
 from collbench.measured import measured_fields, preset_overrides, write_measured_preset
 from collbench.membw import large_buffer_bw, run_membw_sweep
 from collbench.plots import plot_gemm, plot_membw
@@ -42,17 +47,26 @@ ZAYA1_BASE = {"hidden_size": 2048, "q_size": 1024, "kv_size": 256, "moe_intermed
 def gemm_shapes(smoke: bool) -> list:
     """The sweep's shapes: tiny on --smoke."""
     if smoke:
-        return (square_shapes([32, 64, 128]) + quantization_shapes(64, 64, 32, 160, 32)
-                + transformer_shapes(64, 64, 16, 32, 64, 16, 128))
+        return (
+            square_shapes([32, 64, 128])
+            + quantization_shapes(64, 64, 32, 160, 32)
+            + transformer_shapes(64, 64, 16, 32, 64, 16, 128)
+        )
     shapes = square_shapes([256, 512, 1024, 2048, 4096, 6144, 8192, 12288, 16384])
     shapes += quantization_shapes(8192, 8192, 1024, 8192, 128)
     shapes += [s for s in quantization_shapes(8192, 8192, 4096, 4608, 16) if s.n % 128]
     z = ZAYA1_BASE
-    shapes += transformer_shapes(z["hidden_size"], z["q_size"], z["kv_size"], z["moe_intermediate_size"], 16384,
-                                 2048, z["vocab_size"])
+    shapes += transformer_shapes(
+        z["hidden_size"], z["q_size"], z["kv_size"], z["moe_intermediate_size"], 16384, 2048, z["vocab_size"]
+    )
     for tpe in (512, 1024, 4096, 8192):
-        shapes += [s for s in transformer_shapes(z["hidden_size"], z["q_size"], z["kv_size"],
-                                                 z["moe_intermediate_size"], 16384, tpe) if s.family == "expert"]
+        shapes += [
+            s
+            for s in transformer_shapes(
+                z["hidden_size"], z["q_size"], z["kv_size"], z["moe_intermediate_size"], 16384, tpe
+            )
+            if s.family == "expert"
+        ]
     return shapes
 
 
@@ -89,21 +103,35 @@ def main() -> None:
     fields = measured_fields(gemm, membw, past_cache_bytes=past_l2)
     plot_gemm(gemm, plots / "gemm.png", hw["bf16_tflops"] if use_cuda else None, ref)
     plot_membw(membw, plots / "membw.png", hw["hbm_gbps"] if use_cuda else None, hw["l2_bytes"])
-    plot_roofline(gemm, plots / "roofline.png", fields["bf16_matmul_flops"] / 1e12,
-                  {"copy": fields["copy_bw_gbps"] or 0.0, "triad": fields["triad_bw_gbps"] or 0.0},
-                  hw["bf16_tflops"] if use_cuda else None, hw["hbm_gbps"] if use_cuda else None)
+    plot_roofline(
+        gemm,
+        plots / "roofline.png",
+        fields["bf16_matmul_flops"] / 1e12,
+        {"copy": fields["copy_bw_gbps"] or 0.0, "triad": fields["triad_bw_gbps"] or 0.0},
+        hw["bf16_tflops"] if use_cuda else None,
+        hw["hbm_gbps"] if use_cuda else None,
+    )
     preset = write_measured_preset(hw["name"], fields, out, source=f"bench_device.py on {label}")
 
     peak = max(r.tflops for r in gemm)
     best_copy = large_buffer_bw(membw, "copy", past_l2)
     ratios = {k: large_buffer_bw(membw, k, past_l2) / best_copy for k in ("copy", "read", "write", "triad")}
     results = {
-        "device": label, "smoke": args.smoke, "gemm_seconds": round(t_gemm, 1), "membw_seconds": round(t_membw, 1),
-        "gemm_peak_tflops": peak, "gemm_peak_shape": next(r.label for r in gemm if r.tflops == peak),
-        "torch_matmul_ref_tflops": ref, "torch_matmul_ref_size": ref_size, "gemm_peak_vs_ref": peak / ref,
-        "best_copy_gbps": best_copy, "bw_vs_best_copy": ratios, "measured": fields,
+        "device": label,
+        "smoke": args.smoke,
+        "gemm_seconds": round(t_gemm, 1),
+        "membw_seconds": round(t_membw, 1),
+        "gemm_peak_tflops": peak,
+        "gemm_peak_shape": next(r.label for r in gemm if r.tflops == peak),
+        "torch_matmul_ref_tflops": ref,
+        "torch_matmul_ref_size": ref_size,
+        "gemm_peak_vs_ref": peak / ref,
+        "best_copy_gbps": best_copy,
+        "bw_vs_best_copy": ratios,
+        "measured": fields,
         "targets": {"gemm_within_5pct": peak >= 0.95 * ref, "bw_ge_90pct_of_copy": min(ratios.values()) >= 0.9},
-        "measured_preset": str(preset), "override": preset_overrides(hw["name"], out),
+        "measured_preset": str(preset),
+        "override": preset_overrides(hw["name"], out),
     }
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
@@ -118,7 +146,9 @@ def main() -> None:
     sweep = [r for r in gemm if r.family == "n_sweep"]
     if sweep:
         worst = min(sweep, key=lambda r: r.tflops)
-        print(f"{'N sweep min..max TFLOP/s':<34}{worst.tflops:>7.0f}..{max(r.tflops for r in sweep):.0f} (min at {worst.label})")
+        print(
+            f"{'N sweep min..max TFLOP/s':<34}{worst.tflops:>7.0f}..{max(r.tflops for r in sweep):.0f} (min at {worst.label})"
+        )
     print(f"targets: {results['targets']}")
 
 

@@ -43,8 +43,11 @@ def test_rccl_tests_variants(fixture_path, name, ranks, rows, avg, first_time, l
 
 @pytest.mark.parametrize(
     ("name", "min_size"),
-    [("rccl_tests_mi300x_8gpu_allreduce.txt", 1 << 20), ("rccl_tests_mi300x_16gpu_2node_allreduce.txt", 1 << 20),
-     ("nccl_tests_h100_alltoall_sendrecv.txt", 1 << 20)],
+    [
+        ("rccl_tests_mi300x_8gpu_allreduce.txt", 1 << 20),
+        ("rccl_tests_mi300x_16gpu_2node_allreduce.txt", 1 << 20),
+        ("nccl_tests_h100_alltoall_sendrecv.txt", 1 << 20),
+    ],
 )
 def test_our_bus_factors_reproduce_the_tools_busbw(fixture_path, name, min_size):
     for test in parse_nccl_tests_file(fixture_path(name)):
@@ -57,8 +60,9 @@ def test_our_bus_factors_reproduce_the_tools_busbw(fixture_path, name, min_size)
 
 
 def test_legacy_headerless_fragment_with_error_column(fixture_path):
-    (test,) = parse_nccl_tests_file(fixture_path("legacy_nccl_tests_issue340_fragment.txt"), collective="all_gather",
-                                    n_ranks=2)
+    (test,) = parse_nccl_tests_file(
+        fixture_path("legacy_nccl_tests_issue340_fragment.txt"), collective="all_gather", n_ranks=2
+    )
     assert test.collective == "all_gather" and test.n_ranks == 2 and len(test.results) == 24
     r = test.results[0]
     assert (r.size_bytes, r.count, r.dtype, r.time_us, r.busbw_gbps) == (65536, 8192, "float32", 16.57, 1.98)
@@ -86,8 +90,9 @@ def test_text_without_rows_is_a_clear_error():
 
 def test_cli_parse_prints_and_writes_csv(fixture_path, tmp_path):
     out = tmp_path / "rows.csv"
-    result = CliRunner().invoke(app, ["parse", str(fixture_path("nccl_tests_h100_alltoall_sendrecv.txt")), "--csv",
-                                      str(out)])
+    result = CliRunner().invoke(
+        app, ["parse", str(fixture_path("nccl_tests_h100_alltoall_sendrecv.txt")), "--csv", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "all_to_all" in result.output and "48.6786" in result.output
     rows = read_csv(out)

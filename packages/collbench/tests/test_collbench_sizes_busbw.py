@@ -7,8 +7,9 @@ from collbench import CollbenchError, algbw_gbps, bus_factor, busbw_gbps, parse_
 from collbench.sizes import align_size, format_size
 
 
-@pytest.mark.parametrize(("text", "value"), [("8", 8), ("1K", 1024), ("128M", 128 << 20), ("8G", 8 << 30),
-                                             ("2kb", 2048), (4096, 4096)])
+@pytest.mark.parametrize(
+    ("text", "value"), [("8", 8), ("1K", 1024), ("128M", 128 << 20), ("8G", 8 << 30), ("2kb", 2048), (4096, 4096)]
+)
 def test_parse_size(text, value):
     assert parse_size(text) == value
 
@@ -35,9 +36,17 @@ def test_align_size_keeps_whole_elements_per_rank():
     assert align_size(1024, 4, 3) == 1020 and align_size(2, 4, 3) == 12
 
 
-@pytest.mark.parametrize(("op", "n", "factor"), [("all_reduce", 8, 1.75), ("all_reduce", 2, 1.0),
-                                                 ("reduce_scatter", 4, 0.75), ("all_gather", 8, 0.875),
-                                                 ("all_to_all", 4, 0.75), ("broadcast", 8, 1.0)])
+@pytest.mark.parametrize(
+    ("op", "n", "factor"),
+    [
+        ("all_reduce", 8, 1.75),
+        ("all_reduce", 2, 1.0),
+        ("reduce_scatter", 4, 0.75),
+        ("all_gather", 8, 0.875),
+        ("all_to_all", 4, 0.75),
+        ("broadcast", 8, 1.0),
+    ],
+)
 def test_bus_factors_match_nccl_tests(op, n, factor):
     assert bus_factor(op, n) == pytest.approx(factor)
 
@@ -49,20 +58,25 @@ def test_bandwidth_units_are_1e9_bytes_per_second():
         bus_factor("allreduce", 4)
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("bench.collectives.min_bytes=1M", "bench.collectives.min_bytes = '1M'.*sizes out of order"),
-    ("bench.collectives.rank_counts=[1]", r"rank_counts\[0\] = 1.*needs two ranks"),
-    ("bench.collectives.collectives=[sendrecv]", "'sendrecv'.*backend gloo"),
-    ("bench.membw.kernels=[scale]", r"bench.membw.kernels\[0\] = 'scale'"),
-    ("bench.device=tpu", "bench.device = 'tpu'"),
-    ("sizing.latency_batch=3", "sizing.latency_batch = 3"),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("bench.collectives.min_bytes=1M", "bench.collectives.min_bytes = '1M'.*sizes out of order"),
+        ("bench.collectives.rank_counts=[1]", r"rank_counts\[0\] = 1.*needs two ranks"),
+        ("bench.collectives.collectives=[sendrecv]", "'sendrecv'.*backend gloo"),
+        ("bench.membw.kernels=[scale]", r"bench.membw.kernels\[0\] = 'scale'"),
+        ("bench.device=tpu", "bench.device = 'tpu'"),
+        ("sizing.latency_batch=3", "sizing.latency_batch = 3"),
+    ],
+)
 def test_bad_configs_fail_at_compose_with_key_and_fix(override, message):
     with pytest.raises(ZayaConfigError, match=message):
         compose("zaya", ["+bench=default", "+sizing=default", override])
 
 
 def test_nccl_tests_backend_knows_more_collectives():
-    cfg = compose("zaya", ["+bench=default", "bench.collectives.backend=nccl-tests",
-                           "bench.collectives.collectives=[sendrecv,reduce]"])
+    cfg = compose(
+        "zaya",
+        ["+bench=default", "bench.collectives.backend=nccl-tests", "bench.collectives.collectives=[sendrecv,reduce]"],
+    )
     assert list(cfg.bench.collectives.collectives) == ["sendrecv", "reduce"]

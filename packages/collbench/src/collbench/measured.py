@@ -51,13 +51,18 @@ def measured_fields(
     return fields
 
 
-def _yaml_value(value: object) -> str:
+def yaml_scalar(value: object, digits: int = 0) -> str:
+    """A YAML scalar that reads back as the same type (floats keep a dot: YAML 1.1 reads `1e-05` as a string)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
-        return repr(float(f"{value:.6g}"))
+        text = repr(float(f"{value:.{digits}g}")) if digits else repr(value)
+        mantissa, _, exponent = text.partition("e")
+        return f"{mantissa}.0e{exponent}" if exponent and "." not in mantissa else text
     if isinstance(value, str):
-        return '"' + value.replace('"', "'") + '"'
+        return '"' + value.replace("\\", "/").replace('"', "'") + '"'
     return str(value)
 
 
@@ -70,8 +75,8 @@ def render_measured_preset(base: str, fields: dict[str, float | None], source: s
         "  - _self_",
         "measured:",
     ]
-    lines += [f"  {name}: {_yaml_value(fields.get(name))}" for name in MEASURED_FIELDS]
-    lines.append(f"  source: {_yaml_value(source)}")
+    lines += [f"  {name}: {yaml_scalar(fields.get(name), 6)}" for name in MEASURED_FIELDS]
+    lines.append(f"  source: {yaml_scalar(source)}")
     return "\n".join(lines) + "\n"
 
 
@@ -89,4 +94,4 @@ def preset_overrides(base: str, run_dir: Path) -> list[str]:
 
 def field_overrides(fields: dict[str, float | None]) -> list[str]:
     """The same numbers as plain `hardware.measured.X=Y` overrides (for one-off commands)."""
-    return [f"hardware.measured.{k}={_yaml_value(v)}" for k, v in fields.items() if v is not None]
+    return [f"hardware.measured.{k}={yaml_scalar(v, 6)}" for k, v in fields.items() if v is not None]

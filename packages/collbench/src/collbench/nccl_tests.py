@@ -83,7 +83,7 @@ def command_line(cfg: CollectivesConfig, collective: str, dtype: str, binary: Pa
     args += (
         ["-i", str(step)]
         if step
-        else ["-f", str(int(cfg.step_factor)) if cfg.step_factor.is_integer() else str(cfg.step_factor)]
+        else ["-f", str(int(cfg.step_factor)) if float(cfg.step_factor).is_integer() else str(cfg.step_factor)]
     )
     prefix = shlex.split(cfg.mpirun) if cfg.mpirun else []
     if prefix and shutil.which(prefix[0]) is None:

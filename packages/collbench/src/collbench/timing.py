@@ -35,8 +35,9 @@ def time_per_call_us(
     return (time.perf_counter() - t0) * 1e6 / iters
 
 
-def time_graph_per_call_us(fn: Callable[[], object], calls: int, warmup: int, device: torch.device,
-                           replays: int = 3) -> float:
+def time_graph_per_call_us(
+    fn: Callable[[], object], calls: int, warmup: int, device: torch.device, replays: int = 3
+) -> float:
     """Mean microseconds per call with `calls` calls captured in one CUDA graph (launch gaps removed),
     best of `replays` timed replays; small, cache-resident kernels need this to show their bandwidth."""
     for _ in range(max(1, warmup)):

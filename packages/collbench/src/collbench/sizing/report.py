@@ -3,12 +3,12 @@
 import csv
 import dataclasses
 import io
-import json
 from pathlib import Path
 
 from zaya_model import ZayaConfig
 
 from collbench.atomic import write_text_atomic
+from collbench.measured import yaml_scalar
 from collbench.plots import _save, plt
 from collbench.sizing.moe_study import MoECandidate
 from collbench.sizing.rules import SizingRule
@@ -92,5 +92,5 @@ def render_model_yaml(cfg: ZayaConfig, header: str) -> str:
     """A zaya-model preset (conf/model/<name>.yaml) for the recommended config."""
     lines = [f"# {line}" for line in header.splitlines()]
     for key, value in dataclasses.asdict(cfg).items():
-        lines.append(f"{key}: {json.dumps(value) if value is not None else 'null'}")
+        lines.append(f"{key}: {yaml_scalar(value)}")
     return "\n".join(lines) + "\n"

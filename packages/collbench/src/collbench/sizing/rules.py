@@ -34,8 +34,10 @@ def round_up(value: int, multiple: int) -> int:
 
 
 def expert_time_per_flop(est: HardwareEstimator, tokens_per_expert: int, hidden: int, width: int) -> float:
-    """Seconds per useful FLOP of one expert's gated up- and down-projection."""
-    t = est.gemm_time_s(tokens_per_expert, 2 * width, hidden) + est.gemm_time_s(tokens_per_expert, hidden, width)
+    """Seconds per useful FLOP of one expert's gated up- and down-projection (quantization and roofline only:
+    the fixed kernel overhead would favour the widest candidate regardless of fit)."""
+    up, down = (tokens_per_expert, 2 * width, hidden), (tokens_per_expert, hidden, width)
+    t = sum(2.0 * m * n * k / est.gemm_flops_rate(m, n, k) for m, n, k in (up, down))
     return t / (2.0 * tokens_per_expert * 3 * width * hidden)
 
 
@@ -52,9 +54,10 @@ def best_expert_width(
 
 
 def dimension_rules(
-    cfg: ZayaConfig, est: HardwareEstimator, tokens_per_expert: int, tensor_parallel: int = 1
+    cfg: ZayaConfig, est: HardwareEstimator, tokens_per_expert: int, tensor_parallel: int = 1, tolerance: float = 0.05
 ) -> list[SizingRule]:
-    """Check a model's dims against the hardware's matrix-unit and parallelism constraints."""
+    """Check a model's dims against the hardware's matrix-unit and parallelism constraints; an expert width
+    fails when a nearby tile multiple is more than `tolerance` faster per useful FLOP."""
     tile = est.hw.matmul_tile
     q, kv = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
     rules = [
@@ -103,16 +106,15 @@ def dimension_rules(
     ]
     width = cfg.moe_intermediate_size
     best = best_expert_width(est, width, tokens_per_expert, cfg.hidden_size)
-    same = (
-        expert_time_per_flop(est, tokens_per_expert, cfg.hidden_size, best)
-        >= expert_time_per_flop(est, tokens_per_expert, cfg.hidden_size, width) * 0.99
-    )
+    same = expert_time_per_flop(est, tokens_per_expert, cfg.hidden_size, best) >= expert_time_per_flop(
+        est, tokens_per_expert, cfg.hidden_size, width
+    ) * (1 - tolerance)
     rules.append(
         SizingRule(
             "moe_intermediate_size (tile/wave)",
             width,
             width % tile == 0 and same,
-            width if same else best,
+            width if same and width % tile == 0 else best,
             f"expert GEMMs [{tokens_per_expert} x {2 * width} x {cfg.hidden_size}] and "
             f"[{tokens_per_expert} x {cfg.hidden_size} x {width}] on {est.hw.compute_units} units",
         )
