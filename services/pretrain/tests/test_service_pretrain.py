@@ -14,7 +14,8 @@ TINY = [
     "recipe.phases.1.tokens=16384",  # 4 steps of 16 x 256
     "recipe.phases.0.schedule.warmup_fraction=0.1",
     "train.data.sources.library.max_files=60",
-    "train.data.sources.tests.max_files=20",
+    "train.data.sources.tests.max_files=80",
+    "train.data.val_fraction=0.15",
     "train.eval.every_steps=12",
     "train.eval.sequences=8",
     "train.eval.sample_tokens=24",
@@ -23,9 +24,9 @@ TINY = [
 ]
 
 
-def _run(root: Path, *overrides: str) -> subprocess.CompletedProcess:
+def _run(root: Path, *overrides: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [sys.executable, str(MAIN), f"paths.root_dir={root}", *TINY, *overrides],
+        [sys.executable, str(MAIN), *flags, f"paths.root_dir={root}", *TINY, *overrides],
         capture_output=True,
         text=True,
         timeout=600,
@@ -59,12 +60,12 @@ def test_pretrain_trains_checkpoints_samples_and_leaves_the_run_dir(tmp_path):
 def test_pretrain_multirun_over_two_seeds(tmp_path):
     _run(
         tmp_path,
-        "-m",
         "train.seed=0,1",
         "recipe.phases.0.tokens=8192",
         "recipe.phases.1.tokens=4096",
         "train.eval.sample_tokens=0",
         "train.plots=false",
+        flags=("-m",),
     )
     runs = sorted((tmp_path / "outputs" / "pretrain" / "multirun").glob("*/*/*/summary.json"))
     assert len(runs) == 2

@@ -12,7 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from zaya_train.checkpoint.atomic import atomic_write_text
 from zaya_train.config import TrainConfig
-from zaya_train.data.pipeline import prepare_data
+from zaya_train.data.pipeline import PreparedData, prepare_data
+from zaya_train.data.sampler import MixtureSampler, validation_windows
 from zaya_train.distributed import DistributedContext, init_distributed
 from zaya_train.errors import ZayaTrainError
 from zaya_train.recipe import RecipeConfig
@@ -50,13 +51,29 @@ def check_recipe(recipe: RecipeConfig, train: TrainConfig, max_positions: int, w
             )
 
 
+def check_data(recipe: RecipeConfig, data: PreparedData, val_sequences: int) -> None:
+    """Every phase can draw training windows from its mixture and validation windows from every source."""
+    for index, phase in enumerate(recipe.phases):
+        MixtureSampler(data.train, phase.mixture, phase.seq_len, seed=0, phase=index)
+        validation_windows(data.val, phase.seq_len, val_sequences)
+
+
 def _resolve(path: str, root: str) -> Path:
     p = Path(path).expanduser()
     return p if p.is_absolute() else Path(root) / p
 
 
-def create_trainer(model_cfg: Any, train: TrainConfig, recipe: RecipeConfig, run_dir: Path, *, cache_dir: Path,
-                   hardware: Any = None, logging_cfg: Any = None, ctx: DistributedContext | None = None) -> Trainer:
+def create_trainer(
+    model_cfg: Any,
+    train: TrainConfig,
+    recipe: RecipeConfig,
+    run_dir: Path,
+    *,
+    cache_dir: Path,
+    hardware: Any = None,
+    logging_cfg: Any = None,
+    ctx: DistributedContext | None = None,
+) -> Trainer:
     """A checked Trainer from validated config objects (a `ZayaConfig`, `TrainConfig`, `RecipeConfig`)."""
     from zaya_model import build_model, flops_per_token
 
@@ -71,6 +88,7 @@ def create_trainer(model_cfg: Any, train: TrainConfig, recipe: RecipeConfig, run
             f"tokenizer vocab {data.tokenizer.vocab_size} exceeds model.vocab_size "
             f"{model_cfg.vocab_size}; raise model.vocab_size or use a smaller tokenizer"
         )
+    check_data(recipe, data, train.eval.sequences)
     return Trainer(
         model,
         train,
@@ -98,8 +116,16 @@ def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None
     train = objects["train"]
     root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
     cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
-    return create_trainer(objects["model"], train, objects["recipe"], run_dir, cache_dir=_resolve(cache, root),
-                          hardware=objects.get("hardware"), logging_cfg=objects.get("logging"), ctx=ctx)
+    return create_trainer(
+        objects["model"],
+        train,
+        objects["recipe"],
+        run_dir,
+        cache_dir=_resolve(cache, root),
+        hardware=objects.get("hardware"),
+        logging_cfg=objects.get("logging"),
+        ctx=ctx,
+    )
 
 
 def resolved_config_yaml(cfg: DictConfig) -> str:
