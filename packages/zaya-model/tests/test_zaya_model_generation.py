@@ -66,3 +66,12 @@ def test_bad_generation_arguments(model):
         model.generate(torch.zeros(1, 250, dtype=torch.long), 10)
     with pytest.raises(ZayaModelError, match="attention_mask"):
         model(torch.zeros(1, 4, dtype=torch.long), attention_mask=torch.ones(1, 3))
+
+
+def test_fused_loss_equals_cross_entropy_of_the_logits(model):
+    ids = torch.randint(0, model.config.vocab_size, (2, 9), generator=torch.Generator().manual_seed(9))
+    labels = ids.roll(-1, dims=1)
+    labels[:, -1] = -100
+    with torch.no_grad():
+        expected = torch.nn.functional.cross_entropy(model(ids).flatten(0, 1), labels.flatten())
+        assert torch.allclose(model.loss(ids, labels), expected, atol=1e-6)

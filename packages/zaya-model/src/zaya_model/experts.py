@@ -25,11 +25,16 @@ _grouped_mm = getattr(F, "grouped_mm", None) or getattr(torch, "_grouped_mm", No
 
 
 def grouped_mm_available(device: torch.device, dtype: torch.dtype) -> bool:
-    """Whether torch's grouped GEMM runs here: CUDA sm90+ in bf16, or a CPU build that implements it."""
+    """Whether torch's grouped GEMM runs here: bf16 on CUDA sm90+, or on a CPU build that implements it.
+
+    (CPU eager also takes fp32, but the op's compile-time shape function insists on bf16.)
+    """
     if _grouped_mm is None:
         return False
+    if dtype != torch.bfloat16:
+        return False
     if device.type == "cuda":
-        return dtype == torch.bfloat16 and torch.cuda.get_device_capability(device)[0] >= 9
+        return torch.cuda.get_device_capability(device)[0] >= 9
     if device.type == "cpu":
         return tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 10)
     return False

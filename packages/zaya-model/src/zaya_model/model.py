@@ -25,6 +25,7 @@ from zaya_model.errors import ZayaModelError
 from zaya_model.experts import ZayaExperts
 from zaya_model.generation import generate_tokens
 from zaya_model.layers import ZayaEmbeddingScaling, ZayaResidualScaling, ZayaRMSNorm, rope_cos_sin, rope_inv_freq
+from zaya_model.loss import chunked_cross_entropy
 from zaya_model.router import ZayaRouter
 
 
@@ -86,6 +87,7 @@ class ZayaForCausalLM(nn.Module):
         self.lm_head = nn.Linear(D, config.vocab_size, bias=config.lm_head_bias)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.embed.weight
+        self.token_loss = chunked_cross_entropy
         self.register_buffer("rope_inv_freq", rope_inv_freq(config.rotary_dim, config.rope_theta), persistent=False)
         self.reset_parameters()
 
@@ -140,6 +142,22 @@ class ZayaForCausalLM(nn.Module):
         hidden = self.hidden_states(input_ids, attention_mask, position_ids, cache)
         logits = self.lm_head(self.final_norm(hidden))
         return logits.float()
+
+    def loss(
+        self,
+        input_ids: torch.Tensor,
+        labels: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        ignore_index: int = -100,
+    ) -> torch.Tensor:
+        """Mean next-token cross-entropy, without materialising [B, T, V] fp32 logits.
+
+        `labels[b, t]` is the target of position t (already shifted; `ignore_index` is skipped). The LM
+        head and the loss run in token chunks through `self.token_loss`, which `compile_blocks` compiles
+        so the fp32 upcast and log-softmax fuse into the head's epilogue.
+        """
+        hidden = self.final_norm(self.hidden_states(input_ids, attention_mask)).flatten(0, 1)
+        return self.token_loss(hidden, self.lm_head.weight, self.lm_head.bias, labels.flatten(), ignore_index)
 
     def hidden_states(
         self,
@@ -224,6 +242,7 @@ class ZayaForCausalLM(nn.Module):
         """torch.compile every decoder block in place (the blocks are identical, so one graph is reused)."""
         for i, layer in enumerate(self.layers):
             self.layers[i] = torch.compile(layer, **compile_kwargs)
+        self.token_loss = torch.compile(chunked_cross_entropy, **compile_kwargs)
         return self
 
     @torch.no_grad()

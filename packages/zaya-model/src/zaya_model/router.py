@@ -44,6 +44,14 @@ class ZayaRouter(nn.Module):
         self.register_buffer("bias_steps", torch.zeros((), dtype=torch.float32))
         self.register_buffer("load_counts", torch.zeros(classes, dtype=torch.float64), persistent=False)
 
+    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+        """`model.to(bf16)` moves these buffers but keeps their precision (biases fp32, counts fp64)."""
+        kept = {name: buf for name, buf in self._buffers.items() if buf is not None}
+        super()._apply(fn, recurse)
+        for name, old in kept.items():
+            self._buffers[name] = old.to(device=self._buffers[name].device)
+        return self
+
     def forward(
         self, x_BTD: torch.Tensor, prev_state_BTR: torch.Tensor | None, token_mask_BT: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -1,0 +1,25 @@
+"""The GPU benchmark script runs end to end on CPU with --smoke (so GPU time is not wasted on a typo)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).parents[1] / "benchmarks" / "bench_model.py"
+
+
+@pytest.mark.slow
+def test_bench_model_smoke(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--smoke", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((tmp_path / "bench_model.json").read_text())
+    assert {"ours-eager", "ours-eager-fused-loss", "ours-compiled"} <= set(summary["results"])
+    assert summary["compile_error"] is None
+    if summary["hf_error"] is None:  # transformers with zaya is installed here
+        assert summary["logits_max_abs_diff_vs_hf"] < 1e-4 and summary["train_speedup_vs_hf"] > 0
+    assert (tmp_path / "bench_model.png").stat().st_size > 0
+    assert "train speedup vs HF" in proc.stdout or summary["hf_error"]
