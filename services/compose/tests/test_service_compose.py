@@ -1,0 +1,48 @@
+"""services/compose end to end: the Hydra app as a real subprocess, one run and one multirun over hardware."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MAIN = Path(__file__).resolve().parents[1] / "main.py"
+
+pytestmark = pytest.mark.slow
+
+
+def run(tmp_path, *overrides, multirun=False):
+    flags = ["-m"] if multirun else []
+    cmd = [sys.executable, str(MAIN), *flags, f"paths.root_dir={tmp_path}", "manta.batch=2", *overrides]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+def test_single_run_writes_plans_summary_and_plot(tmp_path):
+    result = run(tmp_path, "prompt=a giant robot walking through a neon city at night", "manta_hardware=laptop-8gb")
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run_dir] = (tmp_path / "outputs" / "compose").glob("*/*")
+    plans = json.loads((run_dir / "plans.json").read_text())
+    assert len(plans) == 2 and plans[0]["hardware"] == "laptop-8gb"
+    assert "mecha-robots" in {a["id"] for a in plans[0]["adapters"]}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert all(p["fits"] for p in summary["plans"])
+    assert summary["limits"]["vram_budget_bytes"] == 8 * 2**30
+    assert (run_dir / "plans.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_multirun_over_hardware_profiles(tmp_path):
+    result = run(tmp_path, "manta_hardware=laptop-8gb,h200", multirun=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = sorted((tmp_path / "outputs" / "compose" / "multirun").glob("*/*/*_*"))
+    assert [j.name for j in jobs] == ["0_laptop-8gb", "1_h200"]
+    families = [json.loads((j / "plans.json").read_text())[0]["base_family"] for j in jobs]
+    assert families == ["sd15", "sdxl"]  # the laptop cannot hold SDXL; the H200 can
+    h200 = json.loads((jobs[1] / "summary.json").read_text())["limits"]
+    assert h200["vram_budget_bytes"] == int(141e9 * 0.9)  # derived from zaya-config's hardware/h200
+
+
+def test_invalid_config_fails_at_start_with_the_key(tmp_path):
+    result = run(tmp_path, "manta.mask_probability=3")
+    assert result.returncode != 0
+    assert "manta.mask_probability = 3.0; allowed: a number in [0.0, 1.0]" in result.stderr
