@@ -28,7 +28,7 @@ from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout
 from ckpt_reshape.splits import SplitTable
 from ckpt_reshape.train_manifest import read_train_manifest, write_train_manifest
-from ckpt_reshape.zaya_names import default_split_table
+from ckpt_reshape.zaya_names import default_split_table, key_map_for, resolve_model_config
 
 _HEX_PLACEHOLDER = "0" * 64
 
@@ -126,6 +126,7 @@ def convert(
     memory_budget_bytes: int | None = None,
     progress: bool = False,
     writer_options: dict | None = None,
+    model_config: str | dict | Path | None = None,
 ) -> ConvertResult:
     """Convert `src` (any format) into `dst` in format `to` with `layout` (default: the source's layout)."""
     if to not in FORMATS:
@@ -135,13 +136,25 @@ def convert(
     writer_cls = WRITERS[to]
     with open_checkpoint(src) as reader:
         index, dropped = _target_index(reader, model_only or writer_cls.model_only, hf_config)
+        cfg = resolve_model_config(model_config, index)
+        if cfg is not None and index.hf_config is None:
+            index.hf_config = cfg.to_hf_config()
         layout = layout or reader.index.layout or ParallelLayout()
-        table = table or default_split_table(index)
+        table = table or default_split_table(index, cfg)
+        options = dict(writer_options or {})
+        if to == "hf":
+            options.setdefault("key_map", key_map_for(index, cfg))
         pieces = plan_layout(index, table, layout)  # raises before anything is written
         sidecar = _sidecar(to, index, layout, table, src)
         train_manifest = read_train_manifest(reader.path) if to == "dcp" and reader.format_name == "dcp" else None
-        with atomic_output(dst, force) as tmp:
-            writer = writer_cls(tmp, index, pieces, layout, **(writer_options or {}))
+        with atomic_output(dst, force) as out:
+            tmp = out
+            if train_manifest is not None and reader.path != src and (src / "latest").is_file():
+                # a zaya-train root in, a zaya-train root out: the step folder plus its `latest` pointer
+                out.mkdir()
+                tmp = out / reader.path.name
+                (out / "latest").write_text(reader.path.name + "\n", encoding="utf-8")
+            writer = writer_cls(tmp, index, pieces, layout, **options)
             if hasattr(writer, "reserve_sidecar"):
                 writer.reserve_sidecar(sidecar)
             for name in index.objects:
@@ -156,6 +169,7 @@ def convert(
             writer.finish(sidecar)
             if train_manifest is not None:
                 write_train_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size)
+    dropped += getattr(writer, "dropped", [])
     return ConvertResult(dst, to, layout, len(index.tensors), len(index.objects), written, dropped)
 
 

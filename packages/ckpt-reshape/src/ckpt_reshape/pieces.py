@@ -76,7 +76,7 @@ def _tp_segments(meta: TensorMeta, spec: SplitSpec, segments: Segments, tp: int,
     if sum(sections) != meta.shape[dim] and spec.tp_sections:
         raise ReshapeError(
             f"tensor {meta.name!r}: parallel plan sections {list(sections)} sum to {sum(sections)}, but dim {dim} "
-            f"is {meta.shape[dim]}; the plan was built for another model config"
+            f"is {meta.shape[dim]}; the plan was built for another model config: pass --model-config PRESET|config.json"
         )
     out, base = [], 0
     for length in sections:

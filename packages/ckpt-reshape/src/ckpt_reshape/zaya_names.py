@@ -1,64 +1,103 @@
-"""The bridge to zaya-model: its parallel plan and HF key map, used whenever zaya-model is importable.
+"""The bridge to zaya-model: its parallel plan, its HF key map and its config, whenever it is importable.
 
-zaya-model is an optional dependency (`ckpt-reshape[zaya]`); without it the built-in ZAYA1 split table in
-`splits.py` is used for checkpoints whose names look like ZAYA, and HF names are taken as they are.
+zaya-model is an optional dependency (`ckpt-reshape[zaya]`). Without it, checkpoints whose names look like
+HF ZAYA get the built-in table of `splits.py`, and HF names are used as they are.
 """
 
 from __future__ import annotations
 
 import importlib
-from functools import cache
+import json
+from pathlib import Path
 
+from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.index import CheckpointIndex
-from ckpt_reshape.names import HfNameMap
-from ckpt_reshape.splits import SplitTable, table_from_plan, zaya_builtin_table
+from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
+from ckpt_reshape.splits import SplitSpec, SplitTable, table_from_plan, zaya_builtin_table
 
-_ZAYA_MARKERS = ("qkv_proj.q_proj.weight", "mlp.experts.gate_up_proj", "self_attn.qkv_proj")
+_OURS_MARKERS = ("attn.qkv.weight", "moe.experts.gate_up")
+_HF_MARKERS = ("qkv_proj.q_proj.weight", "mlp.experts.gate_up_proj")
 
 
-def _zaya_module(name: str):
+def zaya_model():
+    """The zaya_model module, None when not installed."""
     try:
-        return importlib.import_module(name)
+        return importlib.import_module("zaya_model")
     except ImportError:
         return None
 
 
-@cache
-def zaya_name_map() -> HfNameMap | None:
-    """HF key map from `zaya_model.hf_keys`, None when zaya-model (or its map) is not there."""
-    keys = _zaya_module("zaya_model.hf_keys")
-    if keys is None:
+def is_zaya_native(index: CheckpointIndex) -> bool:
+    """Names are zaya-model's own (`layers.<i>.attn.qkv.weight` ...)."""
+    return any(marker in name for name in index.tensors for marker in _OURS_MARKERS)
+
+
+def looks_like_hf_zaya(index: CheckpointIndex) -> bool:
+    """Names are HF ZAYA's (`model.layers.<i>.self_attn.qkv_proj.q_proj.weight` ...)."""
+    return any(marker in name for name in index.tensors for marker in _HF_MARKERS)
+
+
+def resolve_model_config(spec: str | dict | Path | None, index: CheckpointIndex | None = None):
+    """A `ZayaConfig` from a preset name, a config.json path, a dict, or the checkpoint's own HF config."""
+    model = zaya_model()
+    if model is None:
         return None
-    to_hf = getattr(keys, "to_hf_key", None) or getattr(keys, "to_hf", None)
-    from_hf = getattr(keys, "from_hf_key", None) or getattr(keys, "from_hf", None)
-    if callable(to_hf) and callable(from_hf):
-        return HfNameMap(to_hf, from_hf, source="zaya_model.hf_keys")
-    return None
+    if spec is None:
+        return model.ZayaConfig.from_hf_config(index.hf_config) if index and index.hf_config else None
+    if hasattr(spec, "to_hf_config"):
+        return spec
+    if isinstance(spec, dict):
+        return model.ZayaConfig.from_hf_config(spec)
+    path = Path(spec)
+    if path.is_file():
+        return model.ZayaConfig.from_hf_config(json.loads(path.read_text(encoding="utf-8")))
+    try:
+        return model.ZayaConfig.from_preset(str(spec))
+    except Exception as err:
+        raise ReshapeError(f"--model-config {spec!r}: neither a config.json file nor a zaya preset ({err})") from err
 
 
-def looks_like_zaya(index: CheckpointIndex) -> bool:
-    """Whether the checkpoint's parameter names are ZAYA1's."""
-    return any(marker in name for name in index.tensors for marker in _ZAYA_MARKERS)
+def zaya_key_map(cfg) -> HfKeyMap:
+    """zaya-model's HF key map for `cfg`, as `HfPart` lists (fused tensors become several parts)."""
+    mapped: dict[str, list[HfPart]] = {}
+    for m in zaya_model().hf_keys.key_map(cfg):
+        if m.concat_dim is None:
+            mapped[m.ours] = [HfPart(m.hf[0])]
+            continue
+        parts, start = [], 0
+        for hf, size in zip(m.hf, m.sizes, strict=True):
+            parts.append(HfPart(hf, m.concat_dim, start, size))
+            start += size
+        mapped[m.ours] = parts
+    ignored = {"lm_head.weight"} if cfg.tie_word_embeddings else set()
+    return HfKeyMap(mapped, ignored, source="zaya_model.hf_keys")
 
 
-def head_dim_of(index: CheckpointIndex) -> int:
-    """Attention head size from the HF config when known (the unit TP may not cut), else 1."""
-    config = index.hf_config or {}
-    return int(config.get("head_dim") or 1)
+def key_map_for(index: CheckpointIndex, cfg) -> HfKeyMap:
+    """The HF key map to use for a checkpoint: zaya-model's for ZAYA (needs a config), else identity."""
+    if not (is_zaya_native(index) or (index.hf_config or {}).get("model_type") == "zaya"):
+        return IDENTITY
+    if zaya_model() is None:
+        return IDENTITY
+    if cfg is None:
+        raise ReshapeError(
+            "this is a zaya-model checkpoint without a model config; pass --model-config PRESET|config.json "
+            "(e.g. zaya1-tiny) so its fused tensors can be mapped to HF keys"
+        )
+    return zaya_key_map(cfg)
 
 
-def default_split_table(index: CheckpointIndex) -> SplitTable:
-    """zaya-model's parallel plan, else the built-in ZAYA1 table for ZAYA names, else a generic table."""
-    if not looks_like_zaya(index):
-        return SplitTable(source="generic (no TP splits; FSDP and PP only)")
-    model = _zaya_module("zaya_model")
-    plan_fn = getattr(model, "parallel_plan", None) if model is not None else None
-    config_cls = getattr(model, "ZayaConfig", None) if model is not None else None
-    if callable(plan_fn) and config_cls is not None and index.hf_config is None:
-        try:
-            plan = plan_fn(config_cls())
-        except Exception:  # a plan that cannot be built for defaults falls back to the builtin table
-            plan = None
-        if isinstance(plan, dict) and plan:
-            return table_from_plan(plan, source="zaya_model.parallel_plan")
-    return zaya_builtin_table(head_dim_of(index))
+def default_split_table(index: CheckpointIndex, cfg=None) -> SplitTable:
+    """zaya-model's parallel plan for ZAYA names, the built-in table for HF ZAYA names, else generic."""
+    model = zaya_model()
+    if is_zaya_native(index) and model is not None:
+        plan_cfg = cfg or model.ZayaConfig()
+        return table_from_plan(model.parallel_plan(plan_cfg), "zaya_model.parallel_plan", granule=plan_cfg.head_dim)
+    if looks_like_hf_zaya(index):
+        return zaya_builtin_table(int((index.hf_config or {}).get("head_dim") or 1))
+    return generic_table()
+
+
+def generic_table() -> SplitTable:
+    """Any other model: stacked tensors under an `experts` module are split by global expert id; no TP."""
+    return SplitTable([("*.experts.*", SplitSpec(expert=True))], source="generic (EP for `experts.*`, no TP)")

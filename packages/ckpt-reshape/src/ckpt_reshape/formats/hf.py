@@ -25,7 +25,7 @@ from ckpt_reshape.formats.base import (
     write_sidecar,
 )
 from ckpt_reshape.index import TensorMeta
-from ckpt_reshape.names import HfNameMap, default_name_map
+from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
 from ckpt_reshape.torch_zip import pread_into, pwrite_from
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -52,6 +52,13 @@ def is_hf_folder(path: Path) -> bool:
     return path.is_dir() and ((path / INDEX_NAME).is_file() or any(path.glob("*.safetensors")))
 
 
+def _nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    n = dtype.itemsize
+    for s in shape:
+        n *= s
+    return n
+
+
 def _read_header(path: Path, fd: int) -> tuple[dict, int]:
     size = os.fstat(fd).st_size
     head = os.pread(fd, 8, 0)
@@ -74,9 +81,21 @@ class HfReader(CheckpointReader):
 
     format_name = "hf"
 
-    def __init__(self, path: Path, name_map: HfNameMap | None = None) -> None:
+    def __init__(self, path: Path, key_map: HfKeyMap | None = None) -> None:
         super().__init__(path)
-        self._names = name_map or default_name_map()
+        config_path = self.path / "config.json"
+        if config_path.is_file():
+            try:
+                self.index.hf_config = json.loads(config_path.read_text(encoding="utf-8"))
+            except ValueError as err:
+                raise ReshapeError(f"{config_path}: not JSON ({err})") from err
+        if key_map is None:
+            from ckpt_reshape.zaya_names import key_map_for, resolve_model_config
+
+            key_map = (
+                key_map_for(self.index, resolve_model_config(None, self.index)) if self.index.hf_config else IDENTITY
+            )
+        self.key_map = key_map
         index_path = self.path / INDEX_NAME
         if index_path.is_file():
             try:
@@ -87,7 +106,7 @@ class HfReader(CheckpointReader):
         else:
             files, weight_map = sorted(p.name for p in self.path.glob("*.safetensors")), None
         self._fds: dict[str, int] = {}
-        self._where: dict[str, tuple[str, int, int]] = {}  # logical name -> (file, offset, nbytes)
+        self._raw: dict[str, tuple[str, int, TensorMeta]] = {}  # HF key -> (file, offset, meta)
         for file in files:
             file_path = self.path / file
             if not file_path.is_file():
@@ -100,12 +119,21 @@ class HfReader(CheckpointReader):
                     continue
                 self._add(file_path, file, hf_name, entry, data_start, file_size)
         if weight_map is not None:
-            missing = sorted(set(weight_map) - {self._names.to_hf(n[len("model.") :]) for n in self.index.tensors})
+            missing = sorted(set(weight_map) - set(self._raw))
             if missing:
                 raise ReshapeError(f"{index_path}: tensors {missing[:5]} are listed but absent from their shards")
-        config_path = self.path / "config.json"
-        if config_path.is_file():
-            self.index.hf_config = json.loads(config_path.read_text(encoding="utf-8"))
+        groups, leftover = self.key_map.group(list(self._raw))
+        groups.update({k: [HfPart(k)] for k in leftover})
+        self._parts: dict[str, list[HfPart]] = {}
+        for fqn, parts in groups.items():
+            metas = [self._raw[p.hf][2] for p in parts]
+            shape = list(metas[0].shape)
+            if parts[0].dim is not None:
+                shape[parts[0].dim] = sum(m.shape[parts[0].dim] for m in metas)
+            name = "model." + fqn
+            self.index.tensors[name] = TensorMeta(name, tuple(shape), metas[0].dtype)
+            self.index.paths[name] = ("model", fqn)
+            self._parts[name] = parts
         self.sidecar = read_sidecar(self.path)
         self.index.layout = layout_from_sidecar(self.sidecar)
 
@@ -115,7 +143,7 @@ class HfReader(CheckpointReader):
             raise ReshapeError(f"{file_path}: tensor {hf_name!r} has unsupported dtype {entry.get('dtype')!r}")
         shape = tuple(entry["shape"])
         begin, end = entry["data_offsets"]
-        meta = TensorMeta("model." + self._names.from_hf(hf_name), shape, dtype)
+        meta = TensorMeta(hf_name, shape, dtype)
         if end - begin != meta.nbytes:
             raise ReshapeError(
                 f"{file_path}: tensor {hf_name!r} is {shape} {dtype} ({meta.nbytes} bytes) but occupies "
@@ -125,15 +153,23 @@ class HfReader(CheckpointReader):
             raise ReshapeError(
                 f"{file_path}: tensor {hf_name!r} ends at byte {data_start + end}, file has {file_size} (truncated)"
             )
-        self.index.tensors[meta.name] = meta
-        self.index.paths[meta.name] = ("model", meta.name[len("model.") :])
-        self._where[meta.name] = (file, data_start + begin, end - begin)
+        self._raw[hf_name] = (file, data_start + begin, meta)
 
     def read_tensor(self, name: str) -> torch.Tensor:
         meta = self.index.require(name, str(self.path))
-        file, offset, _ = self._where[name]
         out = torch.empty(meta.shape, dtype=meta.dtype)
-        pread_into(self._fds[file], offset, out, self.path / file)
+        start = 0
+        for part in self._parts[name]:
+            file, offset, part_meta = self._raw[part.hf]
+            if part_meta.dtype != meta.dtype:
+                raise ReshapeError(f"{self.path / file}: {part.hf!r} is {part_meta.dtype}, its siblings {meta.dtype}")
+            region = out if part.dim is None else out.narrow(part.dim, start, part_meta.shape[part.dim])
+            if part.dim is not None:
+                start += part_meta.shape[part.dim]
+            target = region if region.is_contiguous() else torch.empty(part_meta.shape, dtype=meta.dtype)
+            pread_into(self._fds[file], offset, target, self.path / file)
+            if target is not region:
+                region.copy_(target)
         return out
 
     def close(self) -> None:
@@ -148,50 +184,59 @@ class HfWriter(CheckpointWriter):
     format_name = "hf"
     model_only = True
 
-    def __init__(self, *args, name_map: HfNameMap | None = None, max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, **kw):
+    def __init__(self, *args, key_map: HfKeyMap = IDENTITY, max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, **kw):
         super().__init__(*args, **kw)
-        self._names = name_map or default_name_map()
         self.target.mkdir(parents=True, exist_ok=True)
-        shards: list[list[TensorMeta]] = [[]]
-        used = 0
+        self.dropped: list[str] = []
+        entries: list[tuple[str, HfPart, tuple[int, ...], torch.dtype]] = []  # (logical, part, shape, dtype)
         for meta in self.index.tensors.values():
-            if shards[-1] and used + meta.nbytes > max_shard_bytes:
+            parts = key_map.parts(meta.name[len("model.") :], meta.shape)
+            if not parts:
+                self.dropped.append(meta.name)
+            for part in parts:
+                shape = list(meta.shape)
+                if part.dim is not None:
+                    shape[part.dim] = part.length
+                entries.append((meta.name, part, tuple(shape), meta.dtype))
+        shards: list[list] = [[]]
+        used = 0
+        for entry in entries:
+            nbytes = _nbytes(entry[2], entry[3])
+            if shards[-1] and used + nbytes > max_shard_bytes:
                 shards.append([])
                 used = 0
-            shards[-1].append(meta)
-            used += meta.nbytes
-        n = len(shards)
-        self._slots: dict[str, tuple[int, int]] = {}  # logical name -> (fd, absolute offset)
+            shards[-1].append(entry)
+            used += nbytes
+        self._slots: dict[str, list[tuple[int, int, HfPart]]] = {}  # logical -> [(fd, offset, part)]
         self._weight_map: dict[str, str] = {}
         self._fds: list[int] = []
-        for i, metas in enumerate(shards):
-            file = "model.safetensors" if n == 1 else f"model-{i + 1:05d}-of-{n:05d}.safetensors"
-            header, pos = {"__metadata__": {"format": "pt"}}, 0
-            for meta in metas:
-                hf_name = self._names.to_hf(meta.name[len("model.") :])
-                header[hf_name] = {
-                    "dtype": _ST_NAMES[meta.dtype],
-                    "shape": list(meta.shape),
-                    "data_offsets": [pos, pos + meta.nbytes],
-                }
-                self._weight_map[hf_name] = file
-                pos += meta.nbytes
-            blob = json.dumps(header, separators=(",", ":")).encode()
-            blob += b" " * (-len(blob) % 8)
-            fd = os.open(self.target / file, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.pwrite(fd, struct.pack("<Q", len(blob)) + blob, 0)
-            os.ftruncate(fd, 8 + len(blob) + pos)
-            self._fds.append(fd)
-            for meta in metas:
-                self._slots[meta.name] = (
-                    fd,
-                    8 + len(blob) + header[self._names.to_hf(meta.name[6:])]["data_offsets"][0],
-                )
-        self._total = sum(m.nbytes for m in self.index.tensors.values())
+        self._total = 0
+        for i, shard in enumerate(shards):
+            self._lay_out_shard(i, len(shards), shard)
+
+    def _lay_out_shard(self, i: int, n: int, shard: list) -> None:
+        file = "model.safetensors" if n == 1 else f"model-{i + 1:05d}-of-{n:05d}.safetensors"
+        header: dict = {"__metadata__": {"format": "pt"}}
+        pos, starts = 0, []
+        for _, part, shape, dtype in shard:
+            nbytes = _nbytes(shape, dtype)
+            header[part.hf] = {"dtype": _ST_NAMES[dtype], "shape": list(shape), "data_offsets": [pos, pos + nbytes]}
+            self._weight_map[part.hf] = file
+            starts.append(pos)
+            pos += nbytes
+        blob = json.dumps(header, separators=(",", ":")).encode()
+        blob += b" " * (-len(blob) % 8)
+        fd = os.open(self.target / file, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.pwrite(fd, struct.pack("<Q", len(blob)) + blob, 0)
+        os.ftruncate(fd, 8 + len(blob) + pos)
+        self._fds.append(fd)
+        self._total += pos
+        for (name, part, _, _), start in zip(shard, starts, strict=True):
+            self._slots.setdefault(name, []).append((fd, 8 + len(blob) + start, part))
 
     def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
-        fd, offset = self._slots[name]
-        pwrite_from(fd, offset, tensor)
+        for fd, offset, part in self._slots.get(name, []):
+            pwrite_from(fd, offset, tensor if part.dim is None else tensor.narrow(part.dim, part.start, part.length))
 
     def finish(self, sidecar: dict) -> None:
         for fd in self._fds:

@@ -1,0 +1,114 @@
+"""`zaya ckpt inspect|convert|verify`: look at, reshape/convert and check checkpoints of any format.
+
+Kept light: torch and the formats are imported inside the commands so `zaya --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="Checkpoint layouts and formats: inspect, convert (reshape), verify.", no_args_is_help=True)
+console = Console()
+
+
+def _fail(err: Exception) -> None:
+    Console(stderr=True).print(f"[bold red]error:[/] {err}", markup=True, highlight=False, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+def _size(nbytes: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if nbytes < 1000 or unit == "TB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.2f} {unit}"
+        nbytes /= 1000
+    return str(nbytes)
+
+
+@app.command("inspect")
+def inspect_cmd(
+    path: Path = typer.Argument(..., help="Checkpoint: DCP folder, zarr group, HF folder or torch.save file"),
+    limit: int = typer.Option(50, help="Show at most this many tensors (0: all)"),
+) -> None:
+    """Format, layout, tensors with shapes, dtypes and sizes."""
+    from ckpt_reshape.errors import ReshapeError
+    from ckpt_reshape.formats import open_checkpoint
+
+    try:
+        with open_checkpoint(path) as reader:
+            index = reader.index
+            console.print(f"[bold]{reader.path}[/]  format: {reader.format_name}")
+            console.print(f"layout: {index.layout if index.layout else 'not recorded'}")
+            console.print(
+                f"{len(index.tensors)} tensors, {_size(index.total_bytes)}; largest {_size(index.largest_tensor_bytes)}; "
+                f"{len(index.objects)} other entries; optimizer state: {'yes' if index.has_optimizer() else 'no'}"
+            )
+            table = Table("tensor", "shape", "dtype", "size")
+            shown = list(index.tensors.values())
+            for meta in shown[: limit or None]:
+                table.add_row(meta.name, "x".join(map(str, meta.shape)) or "scalar", str(meta.dtype)[6:], _size(meta.nbytes))
+            console.print(table)
+            if limit and len(shown) > limit:
+                console.print(f"... and {len(shown) - limit} more (--limit 0 shows all)")
+    except ReshapeError as err:
+        _fail(err)
+
+
+@app.command("convert")
+def convert_cmd(
+    src: Path = typer.Argument(..., help="Source checkpoint (any format; never modified)"),
+    dst: Path = typer.Argument(..., help="Destination (folder, or file for --to torch)"),
+    to: str = typer.Option(..., "--to", help="Target format: dcp|zarr|hf|torch"),
+    layout: str = typer.Option(None, "--layout", help="Target layout, e.g. dp=4,tp=2,pp=1,ep=2,fsdp=1 (default: source's)"),
+    model_only: bool = typer.Option(False, "--model-only", help="Drop optimizer and trainer state"),
+    model_config: str = typer.Option(None, "--model-config", help="ZAYA preset or config.json (for HF export / TP)"),
+    force: bool = typer.Option(False, "--force", help="Replace DST if it exists"),
+    io_threads: int = typer.Option(2, "--io-threads", help="Reader threads"),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
+) -> None:
+    """Convert between formats and/or reshape to another parallel layout (streaming; atomic output)."""
+    from ckpt_reshape.convert import convert
+    from ckpt_reshape.errors import ReshapeError
+    from ckpt_reshape.layout import ParallelLayout
+
+    try:
+        target = ParallelLayout.parse(layout) if layout else None
+        result = convert(
+            src, dst, to, target, model_only=model_only, force=force, io_threads=io_threads,
+            progress=not quiet, model_config=model_config,
+        )
+    except ReshapeError as err:
+        _fail(err)
+    console.print(
+        f"wrote {result.dst} ({result.fmt}, layout {result.layout}): {result.tensors} tensors, "
+        f"{result.objects} other entries, {_size(result.bytes_written)}"
+    )
+    if result.dropped:
+        console.print(f"not carried by {result.fmt}: {len(result.dropped)} entries (e.g. {result.dropped[0]})")
+
+
+@app.command("verify")
+def verify_cmd(
+    a: Path = typer.Argument(..., help="Checkpoint to verify"),
+    b: Path = typer.Argument(None, help="Second checkpoint: compare A and B logically, bitwise"),
+) -> None:
+    """Recompute checksums of A, or compare A and B tensor by tensor whatever their layouts and formats."""
+    from ckpt_reshape.errors import ReshapeError
+    from ckpt_reshape.verify import compare, verify
+
+    try:
+        report = verify(a) if b is None else compare(a, b)
+    except ReshapeError as err:
+        _fail(err)
+    for note in report.notes:
+        console.print(f"note: {note}")
+    for problem in report.problems:
+        console.print(f"[red]problem:[/] {problem}", highlight=False)
+    what = "checksums" if b is None else "logical comparison"
+    status = "[green]OK[/]" if report.ok else f"[red]FAILED ({len(report.problems)} problems)[/]"
+    console.print(f"{what}: {status}; {report.checked_tensors} tensors, {report.checked_objects} other entries")
+    if not report.ok:
+        raise typer.Exit(code=1)

@@ -1,0 +1,56 @@
+"""Synthetic checkpoints for ckpt-reshape's tests: real files written by torch.distributed.checkpoint."""
+
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+
+def synthetic_state(seed: int = 0, experts: int = 8, layers: int = 4) -> dict:
+    """A small MoE-shaped state: bf16 and fp32 weights, stacked experts, Adam state, param groups, train dict."""
+    g = torch.Generator().manual_seed(seed)
+    model = {"embed_tokens.weight": torch.randn(96, 32, generator=g).to(torch.bfloat16)}
+    for i in range(layers):
+        p = f"layers.{i}."
+        model[p + "attn.wqkv.weight"] = torch.randn(48, 32, generator=g)
+        model[p + "attn.out.weight"] = torch.randn(32, 32, generator=g).to(torch.bfloat16)
+        model[p + "experts.gate_up"] = torch.randn(experts, 16, 32, generator=g).to(torch.bfloat16)
+        model[p + "norm.weight"] = torch.randn(32, generator=g)
+        model[p + "router.count"] = torch.arange(experts, dtype=torch.int64)
+    model["final_norm.weight"] = torch.randn(32, generator=g)
+    state = {
+        name: {"step": torch.tensor(7.0), "exp_avg": torch.randn(t.shape, generator=g), "exp_avg_sq": torch.rand(t.shape, generator=g)}
+        for name, t in model.items()
+        if t.is_floating_point()
+    }
+    groups = [{"lr": 3e-4, "betas": (0.9, 0.95), "params": sorted(state)}]
+    return {"model": model, "optim": {"state": state, "param_groups": groups}, "train": {"step": 7, "tokens": 1234}}
+
+
+def save_dcp(state: dict, folder: Path) -> Path:
+    """Write `state` with the real torch.distributed.checkpoint (single process)."""
+    import torch.distributed.checkpoint as dcp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.save(state, checkpoint_id=folder, no_dist=True)
+    return folder
+
+
+@pytest.fixture
+def src_state() -> dict:
+    return synthetic_state()
+
+
+@pytest.fixture
+def src_dcp(tmp_path: Path, src_state: dict) -> Path:
+    """A single-rank DCP checkpoint of `synthetic_state()`."""
+    return save_dcp(src_state, tmp_path / "src.dcp")
+
+
+def tree_files(path: Path) -> dict[str, bytes]:
+    """Every file under path (or the file itself) with its bytes, to prove a source was not modified."""
+    if path.is_file():
+        return {path.name: path.read_bytes()}
+    return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
