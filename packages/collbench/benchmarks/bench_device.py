@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from collbench.gemm import (
     quantization_shapes,
     reference_matmul_tflops,

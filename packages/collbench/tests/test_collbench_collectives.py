@@ -3,7 +3,6 @@
 import time
 
 import pytest
-
 from collbench import CollbenchError, bus_factor
 from collbench.collectives import IN_PLACE_MODES, check_backend_collective
 from collbench.config import CollectivesConfig

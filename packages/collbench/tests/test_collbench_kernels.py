@@ -2,12 +2,11 @@
 
 import pytest
 import torch
-from zaya_config import compose, validate_node
-from zaya_config.hardware import HardwareProfile
-
 from collbench.gemm import GemmShape, quantization_efficiency, quantization_shapes, run_gemm_sweep, square_shapes
 from collbench.measured import field_overrides, measured_fields, preset_overrides, write_measured_preset
 from collbench.membw import BYTES_PER_ELEMENT_MOVED, run_membw_sweep
+from zaya_config import compose, validate_node
+from zaya_config.hardware import HardwareProfile
 
 
 def test_quantization_model_shows_tile_and_wave_steps():

@@ -1,7 +1,6 @@
 """The nccl-tests subprocess runner: the binaries are not installed here, so it must say so clearly."""
 
 import pytest
-
 from collbench import CollbenchError
 from collbench.config import CollectivesConfig
 from collbench.nccl_tests import binary_name, command_line, find_binary, run_nccl_tests

@@ -3,11 +3,10 @@
 import math
 
 import pytest
-from typer.testing import CliRunner
-
 from collbench import CollbenchError, bus_factor, parse_nccl_tests, parse_nccl_tests_file
 from collbench.cli import app
 from collbench.results_io import read_csv
+from typer.testing import CliRunner
 
 
 def test_nccl_tests_two_collectives_in_one_log(fixture_path):

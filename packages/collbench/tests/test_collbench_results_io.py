@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 from collbench import CollbenchError, parse_nccl_tests_file
 from collbench.plots import plot_busbw
 from collbench.results_io import CSV_NAME, merge_multirun, read_csv, read_zarr, write_results

@@ -3,9 +3,6 @@
 import csv
 
 import pytest
-from zaya_config import hardware
-from zaya_model import ZayaConfig
-
 from collbench import CollbenchError
 from collbench.config import SizingConfig
 from collbench.gemm import GemmResult
@@ -14,6 +11,8 @@ from collbench.sizing.moe_study import decode_step_time_s, expert_shapes, run_mo
 from collbench.sizing.rules import best_expert_width, dimension_rules
 from collbench.sizing.study import run_sizing
 from collbench.tables import write_rows
+from zaya_config import hardware
+from zaya_model import ZayaConfig
 
 
 @pytest.fixture(scope="module")

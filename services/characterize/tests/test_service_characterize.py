@@ -9,16 +9,34 @@ from pathlib import Path
 import pytest
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
-TINY = ["bench.collectives.collectives=[all_reduce,all_gather]", "bench.collectives.max_bytes=2K",
-        "bench.collectives.iters=2", "bench.gemm.square_sizes=[32,64]", "bench.gemm.quant_m=32", "bench.gemm.quant_k=32",
-        "bench.gemm.quant_n_min=16", "bench.gemm.quant_n_max=64", "bench.gemm.quant_n_step=16", "bench.gemm.tokens=32",
-        "bench.gemm.tokens_per_expert=8", "bench.gemm.iters=2", "bench.membw.max_bytes=64K", "bench.membw.iters=2",
-        "logging.progress=false"]
+TINY = [
+    "bench.collectives.collectives=[all_reduce,all_gather]",
+    "bench.collectives.max_bytes=2K",
+    "bench.collectives.iters=2",
+    "bench.gemm.square_sizes=[32,64]",
+    "bench.gemm.quant_m=32",
+    "bench.gemm.quant_k=32",
+    "bench.gemm.quant_n_min=16",
+    "bench.gemm.quant_n_max=64",
+    "bench.gemm.quant_n_step=16",
+    "bench.gemm.tokens=32",
+    "bench.gemm.tokens_per_expert=8",
+    "bench.gemm.iters=2",
+    "bench.membw.max_bytes=64K",
+    "bench.membw.iters=2",
+    "logging.progress=false",
+]
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(MAIN), *args, f"paths.root_dir={tmp_path}"], capture_output=True,
-                          text=True, timeout=400, check=False, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(MAIN), *args, f"paths.root_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc
 
@@ -33,8 +51,16 @@ def test_characterize_writes_results_plots_and_measured_preset(tmp_path):
     with (run_dir / "collectives.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert {r["collective"] for r in rows} == {"all_reduce", "all_gather"} and all(r["wrong"] == "0" for r in rows)
-    for name in ("collectives.zarr/zarr.json", "gemm.csv", "membw.csv", "plots/busbw_all_reduce.png",
-                 "plots/gemm.png", "plots/membw.png", "plots/roofline.png", "hardware/cpu-measured.yaml"):
+    for name in (
+        "collectives.zarr/zarr.json",
+        "gemm.csv",
+        "membw.csv",
+        "plots/busbw_all_reduce.png",
+        "plots/gemm.png",
+        "plots/membw.png",
+        "plots/roofline.png",
+        "hardware/cpu-measured.yaml",
+    ):
         assert (run_dir / name).exists(), name
     assert summary["override"][1] == "hardware=cpu-measured"
 
@@ -42,8 +68,14 @@ def test_characterize_writes_results_plots_and_measured_preset(tmp_path):
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_characterize_multirun_merges_the_jobs(tmp_path):
-    _run(tmp_path, "-m", "bench.collectives.dtypes=[float32],[bfloat16]", "bench.gemm.enabled=false",
-         "bench.membw.enabled=false", *TINY)
+    _run(
+        tmp_path,
+        "-m",
+        "bench.collectives.dtypes=[float32],[bfloat16]",
+        "bench.gemm.enabled=false",
+        "bench.membw.enabled=false",
+        *TINY,
+    )
     (sweep,) = (tmp_path / "outputs" / "characterize" / "multirun").glob("*/*")
     with (sweep / "merged" / "collectives.csv").open() as fh:
         rows = list(csv.DictReader(fh))
@@ -53,7 +85,13 @@ def test_characterize_multirun_merges_the_jobs(tmp_path):
 
 
 def test_bad_config_fails_at_start_with_the_key(tmp_path):
-    proc = subprocess.run([sys.executable, str(MAIN), "bench.collectives.min_bytes=1M", f"paths.root_dir={tmp_path}"],
-                          capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(MAIN), "bench.collectives.min_bytes=1M", f"paths.root_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
     assert proc.returncode != 0
     assert "bench.collectives.min_bytes = '1M'" in proc.stderr and "sizes out of order" in proc.stderr

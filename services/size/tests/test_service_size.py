@@ -12,8 +12,14 @@ MAIN = Path(__file__).resolve().parents[1] / "main.py"
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(MAIN), *args, f"paths.root_dir={tmp_path}"], capture_output=True,
-                          text=True, timeout=300, check=False, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(MAIN), *args, f"paths.root_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc
 
@@ -37,6 +43,12 @@ def test_size_multirun_over_hardware_profiles(tmp_path):
 
 
 def test_bad_sizing_config_fails_at_start(tmp_path):
-    proc = subprocess.run([sys.executable, str(MAIN), "sizing.latency_batch=3", f"paths.root_dir={tmp_path}"],
-                          capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(MAIN), "sizing.latency_batch=3", f"paths.root_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
     assert proc.returncode != 0 and "sizing.latency_batch = 3" in proc.stderr
