@@ -47,7 +47,7 @@ def prepare(
         write_shard(docs, tok, out, val_fraction, progress=progress)
         shard = TokenShard(out)
     except ZayaTrainError as error:
-        err.print(f"[bold red]error:[/] {error}", highlight=False)
+        err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=2) from None
     typer.echo(
         f"wrote {out}: {len(docs)} documents, train {shard.num_tokens['train']} tokens, "

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from zaya_config.checks import in_range, non_negative, one_of, positive
 from zaya_config.errors import invalid
+
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
 
 STDLIB = "stdlib"  # source path meaning "the running interpreter's standard library sources"
@@ -138,7 +139,8 @@ class EvalConfig:
     sequences: int = 16  # validation windows per source
     sample_prompt: str = "def "
     sample_tokens: int = 64
-    sample_temperature: float = 0.0
+    sample_temperature: float = 0.0  # 0: greedy
+    sample_top_p: float = 1.0
 
     def validate(self) -> None:
         """Positive cadence and sizes."""
@@ -146,6 +148,7 @@ class EvalConfig:
         positive("sequences", self.sequences)
         non_negative("sample_tokens", self.sample_tokens)
         non_negative("sample_temperature", self.sample_temperature)
+        in_range("sample_top_p", self.sample_top_p, 1e-6, 1.0)
 
 
 @dataclass

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData
 from zaya_train.data.sampler import MixtureSampler, validation_windows
@@ -394,7 +395,14 @@ class Trainer:
         tok = self.data.tokenizer
         prompt = torch.as_tensor(tok.encode(self.cfg.eval.sample_prompt), dtype=torch.long, device=self.ctx.device)
         self.model.eval()
-        out = self.model.generate(prompt[None], max_new_tokens=n, temperature=self.cfg.eval.sample_temperature)
+        out = self.model.generate(
+            prompt[None],
+            max_new_tokens=n,
+            temperature=self.cfg.eval.sample_temperature,
+            top_p=self.cfg.eval.sample_top_p,
+            # seeded: the same text on every rank (FSDP ranks generate together) and for every rerun
+            generator=torch.Generator(self.ctx.device).manual_seed(self.cfg.seed),
+        )
         self.model.train()
         text = self.cfg.eval.sample_prompt + tok.decode(out[0, prompt.numel() :].tolist())
         self.metrics.write(
