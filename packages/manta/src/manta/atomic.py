@@ -17,6 +17,7 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], None]) -> Path:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results and caches are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -15,12 +15,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_array
+
 from manta.errors import MantaError
 from manta.index import CatalogIndex
 from manta.limits import ResolvedLimits
 from manta.retrieval import Candidate, Retrieval
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_array
 
 _GB = 1e9
 
@@ -77,6 +78,9 @@ class CompositionProblem:
             "cost": limits.cost_budget,
         }
         self._check_feasible()
+        self._prune(bases)
+        bases = [index.entry(p) for p in self.bases]
+        adapters = [index.entry(c.position) for c in self.candidates]
         B, J, C = len(bases), len(adapters), len(retrieval.concepts)
         self.shape = (B, J, C)
         rows, cols, vals, lo, hi = [], [], [], [], []
@@ -173,6 +177,36 @@ class CompositionProblem:
             f"infeasible limits: no base checkpoint meets {', '.join(_LIMIT_KEYS[n] for n in active)} "
             f"at once (profile {self.limits.name!r}); relax one of them"
         )
+
+    def _prune(self, bases: list) -> None:
+        """Drop bases that do not fit alone and adapters that fit with no base of their family (exactness kept:
+        neither could be part of any feasible plan); fewer variables make every re-solve faster."""
+        keep = np.flatnonzero(self.fitting_bases)
+        self.bases = [self.bases[i] for i in keep]
+        active = [n for n in ("vram", "latency", "cost") if self.budgets[n] is not None]
+        headroom: dict[str, dict[str, float]] = {}
+        for i in keep:
+            family = bases[i].base_family
+            room = headroom.setdefault(family, {n: -np.inf for n in active})
+            for n in active:
+                room[n] = max(room[n], self.budgets[n] - self.base_usage[n][i])
+        per_image = self.limits.image_latency_s(1.0)
+
+        def usage(entry, name: str) -> float:
+            return {
+                "vram": entry.vram_bytes,
+                "latency": per_image * entry.step_latency_ms,
+                "cost": entry.price_per_image,
+            }[name]
+
+        kept = []
+        for cand in self.candidates:
+            entry = self.index.entry(cand.position)
+            room = headroom.get(entry.base_family)
+            if room is not None and all(usage(entry, n) <= room[n] * (1 + 1e-9) + 1e-12 for n in active):
+                kept.append(cand)
+        self.candidates = kept
+        self.fitting_bases = np.ones(len(self.bases), dtype=bool)
 
     def solve(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from manta.concepts import check_prompt
 from manta.embedding import TextEmbedder
 from manta.index import CatalogIndex

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
+
 from manta.catalog import Catalog
 from manta.concepts import KeywordDecomposer
 from manta.embedding import TextEmbedder

@@ -7,6 +7,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
+
 from manta.errors import MantaError
 
 

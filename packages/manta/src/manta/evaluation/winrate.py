@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, Protocol
 
+from rich.progress import track
+
 from manta.evaluation.judges import CRITERIA, Judge
 from manta.limits import ResolvedLimits
 from manta.plan import CompositionPlan
-from rich.progress import track
 
 
 class PlanSystem(Protocol):
@@ -114,6 +115,7 @@ def plot_win_rates(report: WinRateReport, path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from manta.atomic import atomic_write
 
     names = list(report.tallies)
