@@ -55,6 +55,18 @@ class DiffusersBackend:
         self._pipe: Any = None
         self._loaded: set[str] = set()
 
+    @classmethod
+    def from_render_config(cls, catalog: Catalog, render: Any) -> DiffusersBackend:
+        """A backend with the device, steps, size and guidance of a `RenderConfig`."""
+        return cls(
+            catalog,
+            device=render.device,
+            num_steps=render.num_steps,
+            height=render.height,
+            width=render.width,
+            guidance_scale=render.guidance_scale,
+        )
+
     def pipeline(self, base_id: str) -> Any:
         """The loaded pipeline of `base_id` (replacing any other base: one base fits the budget)."""
         if self._base_id == base_id:

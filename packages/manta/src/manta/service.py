@@ -97,13 +97,6 @@ def run_compose(
     if render is not None and render.enabled:
         from manta.generation import DiffusersBackend
 
-        backend = DiffusersBackend(
-            composer.catalog,
-            device=render.device,
-            num_steps=render.num_steps,
-            height=render.height,
-            width=render.width,
-            guidance_scale=render.guidance_scale,
-        )
+        backend = DiffusersBackend.from_render_config(composer.catalog, render)
         backend.render_batch(plans, out / "images", seed=settings.seed)
     return plans
