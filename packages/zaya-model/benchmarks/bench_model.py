@@ -127,7 +127,7 @@ def main() -> None:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     if args.smoke:
         cfg = ZayaConfig.from_preset("zaya1-tiny", num_hidden_layers=2, name="smoke")
-        args.batch, args.seq, args.steps, args.warmup, args.prompt, args.decode_tokens = 2, 32, 2, 1, 8, 4
+        args.batch, args.seq, args.steps, args.warmup, args.prompt, args.decode_tokens = 2, 32, 1, 1, 8, 3
         args.compile_backend = "aot_eager"  # inductor's C++ build takes minutes on a small CPU
     else:
         cfg = ZayaConfig.from_preset("zaya1-base", num_hidden_layers=args.layers, name=f"zaya1-base-{args.layers}L")
