@@ -58,6 +58,7 @@ class ChannelController:
         self.dual_issue_cycles: list[int] = []
         self.power_runs: list[tuple[int, tuple[bool, ...]]] = [(0, (True,) * spec.ranks)]
         self.on_complete: Callable[[Transaction], None] | None = None
+        self.flushing = False  # MemorySystem.flush: drain the write buffer even below the threshold
         self.skip_idle = True  # False: tick every cycle, as DRAMSim3 does (used to test the event logic)
 
     # ---- frontend side
@@ -217,6 +218,8 @@ class ChannelController:
 
     def _drain_due(self) -> bool:
         n = len(self.write_buffer)
+        if self.flushing and n:
+            return True
         return n >= self.capacity or (n > self.spec.write_drain_threshold and self.cmdq.count == 0)
 
     def _move_first(self, queue: list[Transaction]) -> bool:

@@ -109,10 +109,14 @@ class MemorySystem:
             self.tick()
 
     def drain(self, limit: int = 10_000_000) -> None:
-        """Advance until every accepted request has completed and its callback fired."""
+        """Advance until every read has completed and every callback fired.
+
+        Writes complete (and call back) when accepted; like DRAMSim3, a few may stay in the write buffer
+        until more arrive. Their data is visible to reads (forwarding) and to `peek`; `flush` writes them.
+        """
         stop = self.clk + limit
         while self.clk < stop:
-            busy = any(c.read_queue or c.write_buffer or c.cmdq.count or c.pending_reads for c in self.channels)
+            busy = any(c.read_queue or c.pending_reads for c in self.channels)
             if not busy and not self._callbacks:
                 return
             nxt = self.next_event_cycle()
@@ -121,6 +125,35 @@ class MemorySystem:
             self.clk = nxt
             self.tick()
         raise MemsimError(f"memory did not drain within {limit} cycles")
+
+    def flush(self, limit: int = 10_000_000) -> None:
+        """Advance until the write buffers are empty, so the backing store holds every write."""
+        for ctrl in self.channels:
+            ctrl.flushing = True
+            ctrl.cmdq.dirty = True
+            ctrl.next_wake = min(ctrl.next_wake, self.clk)
+        stop = self.clk + limit
+        try:
+            while any(c.pending_writes for c in self.channels):
+                if self.clk >= stop:
+                    raise MemsimError(f"write buffers did not empty within {limit} cycles")
+                self.clk = self.next_event_cycle()
+                self.tick()
+            self.drain(limit)
+        finally:
+            for ctrl in self.channels:
+                ctrl.flushing = False
+
+    def peek(self, addr: int) -> bytes:
+        """The data a read of `addr` would return now (buffered write data included), without timing."""
+        if self.store is None:
+            raise MemsimError("peek needs functional=True")
+        ctrl = self.channels[self.channel_of(addr)]
+        if addr in ctrl.pending_writes:
+            data = ctrl.pending_write_data[addr]
+            if data is not None:
+                return data
+        return self.store.read(addr)
 
     def stats(self, num_cycles: int | None = None) -> dict[str, dict[str, Any]]:
         """DRAMSim3's stats, one object per channel keyed by channel number, over the cycles run."""

@@ -1,0 +1,44 @@
+"""memsim against DRAMSim3's own output on the reference traces: within 3% (in practice: equal)."""
+
+import json
+
+from pathlib import Path
+
+import pytest
+
+from memsim import MemorySystem, TraceFrontend, read_trace
+
+REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "dramsim3"
+RUNS = json.loads((REFERENCE / "index.json").read_text())["runs"] if (REFERENCE / "index.json").is_file() else []
+EXACT_KEYS = ("num_reads_done", "num_writes_done", "num_read_row_hits", "num_act_cmds", "num_pre_cmds",
+              "num_ref_cmds", "num_read_cmds", "num_write_cmds", "num_ondemand_pres", "hbm_dual_cmds")  # fmt: skip
+ENERGY_KEYS = ("act_energy", "read_energy", "write_energy", "ref_energy", "total_energy", "average_power")
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not RUNS, reason=f"DRAMSim3 reference data not found at {REFERENCE}")
+@pytest.mark.parametrize("run", RUNS, ids=[r["stats"].split("/")[1] for r in RUNS])
+def test_matches_dramsim3(run: dict) -> None:
+    system = MemorySystem(REFERENCE / run["config"], functional=False)
+    TraceFrontend(system, read_trace(REFERENCE / run["trace"])).run(run["cycles"])
+    ours = system.stats(run["cycles"])
+    ref = json.loads((REFERENCE / run["stats"]).read_text())
+    assert ours.keys() == ref.keys()
+    for ch in ref:
+        # the accuracy target of the issue, per channel
+        for key in ("average_read_latency", "average_bandwidth", "num_read_row_hits"):
+            assert _rel(ours[ch][key], ref[ch][key]) <= 0.03, (ch, key, ours[ch][key], ref[ch][key])
+        # and what we actually achieve: the same counts and energies
+        for key in EXACT_KEYS:
+            assert ours[ch][key] == ref[ch][key], (ch, key)
+        for key in ENERGY_KEYS:
+            assert ours[ch][key] == pytest.approx(ref[ch][key], rel=1e-9, abs=1e-6), (ch, key)
+        assert ours[ch]["read_latency"] == ref[ch]["read_latency"]
+        assert set(ours[ch]) == set(ref[ch]), set(ours[ch]) ^ set(ref[ch])
+    total = lambda stats, key: sum(stats[ch][key] for ch in stats)  # noqa: E731
+    for key in ("num_reads_done", "num_writes_done", "average_bandwidth", "num_read_row_hits", "num_act_cmds"):
+        assert total(ours, key) == pytest.approx(total(ref, key), rel=0.03)
