@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from collbench.config import CollectivesConfig
 from collbench.gemm import run_gemm_sweep, square_shapes
 from collbench.launch import run_collectives
@@ -26,7 +25,15 @@ def test_gemm_on_gpu_uses_cuda_events():
 def test_nccl_collectives_on_two_gpus():
     if torch.cuda.device_count() < 2:
         pytest.skip("needs 2 GPUs")
-    cfg = CollectivesConfig(backend="nccl", dtypes=["bfloat16"], min_bytes="1K", max_bytes="1M", step_factor=32,
-                            rank_counts=[2], iters=5, timeout_s=60)
+    cfg = CollectivesConfig(
+        backend="nccl",
+        dtypes=["bfloat16"],
+        min_bytes="1K",
+        max_bytes="1M",
+        step_factor=32,
+        rank_counts=[2],
+        iters=5,
+        timeout_s=60,
+    )
     rows = run_collectives(cfg, progress=False)
     assert rows and all(r.wrong == 0 and r.backend == "nccl" for r in rows)
