@@ -235,7 +235,7 @@ def characterize(
     objs = validate_config(cfg)
     summary = run_characterization(objs["bench"], objs["hardware"], out, objs.get("model"))
     console.print_json(data=summary["measured"])
-    console.print("use the measured ceilings with: " + " ".join(summary["override"]))
+    console.print("use the measured ceilings with: " + " ".join(summary["override"]), markup=False)
 
 
 @app.command("size")
