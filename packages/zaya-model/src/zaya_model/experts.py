@@ -22,6 +22,8 @@ from torch import nn
 from zaya_model.config import ZayaConfig
 
 _grouped_mm = getattr(F, "grouped_mm", None) or getattr(torch, "_grouped_mm", None)
+# Filled by the first eager call, so compiled graphs read a constant instead of querying the driver.
+_CUDA_MAJOR: dict[int, int] = {}
 
 
 def grouped_mm_available(device: torch.device, dtype: torch.dtype) -> bool:
@@ -34,7 +36,10 @@ def grouped_mm_available(device: torch.device, dtype: torch.dtype) -> bool:
     if dtype != torch.bfloat16:
         return False
     if device.type == "cuda":
-        return torch.cuda.get_device_capability(device)[0] >= 9
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if index not in _CUDA_MAJOR:
+            _CUDA_MAJOR[index] = torch.cuda.get_device_capability(index)[0]
+        return _CUDA_MAJOR[index] >= 9
     if device.type == "cpu":
         return tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 10)
     return False
