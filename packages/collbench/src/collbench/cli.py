@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(
@@ -16,7 +17,7 @@ console = Console()
 
 
 def _fail(err: Exception) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {err}", markup=True, highlight=False, soft_wrap=True)
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", markup=True, highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
 
 
