@@ -20,7 +20,11 @@ def synthetic_state(seed: int = 0, experts: int = 8, layers: int = 4) -> dict:
         model[p + "router.count"] = torch.arange(experts, dtype=torch.int64)
     model["final_norm.weight"] = torch.randn(32, generator=g)
     state = {
-        name: {"step": torch.tensor(7.0), "exp_avg": torch.randn(t.shape, generator=g), "exp_avg_sq": torch.rand(t.shape, generator=g)}
+        name: {
+            "step": torch.tensor(7.0),
+            "exp_avg": torch.randn(t.shape, generator=g),
+            "exp_avg_sq": torch.rand(t.shape, generator=g),
+        }
         for name, t in model.items()
         if t.is_floating_point()
     }
@@ -54,3 +58,15 @@ def tree_files(path: Path) -> dict[str, bytes]:
     if path.is_file():
         return {path.name: path.read_bytes()}
     return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def write_dcp():
+    """Factory: write_dcp(state, folder) -> folder, through the real torch.distributed.checkpoint."""
+    return save_dcp
+
+
+@pytest.fixture
+def snapshot():
+    """Factory: snapshot(path) -> {relative file: bytes}, to prove a source was left untouched."""
+    return tree_files

@@ -3,14 +3,13 @@ stage ranges and layouts that must be refused before anything is written."""
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.index import CheckpointIndex, TensorMeta
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout, plan_pieces, stage_of
 from ckpt_reshape.splits import REPLICATED, SplitSpec, SplitTable
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_parse_and_roundtrip():
@@ -26,7 +25,12 @@ def test_parse_and_roundtrip():
 
 @pytest.mark.parametrize(
     ("text", "needle"),
-    [("dp=3,ep=2", "ep=2 does not divide dp=3"), ("tp=0", "tp=0"), ("dp=x", "not an integer"), ("zz=2", "bad layout item")],
+    [
+        ("dp=3,ep=2", "ep=2 does not divide dp=3"),
+        ("tp=0", "tp=0"),
+        ("dp=x", "not an integer"),
+        ("zz=2", "bad layout item"),
+    ],
 )
 def test_bad_layouts_are_named(text, needle):
     with pytest.raises(ReshapeError, match=needle):
@@ -75,12 +79,18 @@ def test_pipeline_stages_take_contiguous_layer_ranges():
 
 
 def test_impossible_targets_fail_with_the_tensor_name():
-    index = CheckpointIndex(tensors={"model.layers.0.experts.gate_up": TensorMeta("model.layers.0.experts.gate_up", (6, 4, 4), torch.float32)})
+    index = CheckpointIndex(
+        tensors={
+            "model.layers.0.experts.gate_up": TensorMeta("model.layers.0.experts.gate_up", (6, 4, 4), torch.float32)
+        }
+    )
     table = SplitTable([("*.experts.gate_up", SplitSpec(expert=True))])
     with pytest.raises(ReshapeError, match=r"experts.gate_up.*cannot be split 4 ways"):
         plan_layout(index, table, ParallelLayout(dp=4, ep=4))
     heads = SplitTable([("*.q.weight", SplitSpec(tp_dim=0, tp_granule=16))])
-    index = CheckpointIndex(tensors={"model.layers.0.q.weight": TensorMeta("model.layers.0.q.weight", (32, 8), torch.float32)})
+    index = CheckpointIndex(
+        tensors={"model.layers.0.q.weight": TensorMeta("model.layers.0.q.weight", (32, 8), torch.float32)}
+    )
     with pytest.raises(ReshapeError, match="in units of 16"):
         plan_layout(index, heads, ParallelLayout(tp=4))
     with pytest.raises(ReshapeError, match="pp=4 needs at least 4 decoder layers"):

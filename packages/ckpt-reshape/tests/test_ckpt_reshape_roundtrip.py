@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from ckpt_reshape.convert import convert
 from ckpt_reshape.formats import FORMATS, detect_format, open_checkpoint
 from ckpt_reshape.layout import ParallelLayout

@@ -49,7 +49,9 @@ def inspect_cmd(
             table = Table("tensor", "shape", "dtype", "size")
             shown = list(index.tensors.values())
             for meta in shown[: limit or None]:
-                table.add_row(meta.name, "x".join(map(str, meta.shape)) or "scalar", str(meta.dtype)[6:], _size(meta.nbytes))
+                table.add_row(
+                    meta.name, "x".join(map(str, meta.shape)) or "scalar", str(meta.dtype)[6:], _size(meta.nbytes)
+                )
             console.print(table)
             if limit and len(shown) > limit:
                 console.print(f"... and {len(shown) - limit} more (--limit 0 shows all)")
@@ -62,7 +64,9 @@ def convert_cmd(
     src: Path = typer.Argument(..., help="Source checkpoint (any format; never modified)"),
     dst: Path = typer.Argument(..., help="Destination (folder, or file for --to torch)"),
     to: str = typer.Option(..., "--to", help="Target format: dcp|zarr|hf|torch"),
-    layout: str = typer.Option(None, "--layout", help="Target layout, e.g. dp=4,tp=2,pp=1,ep=2,fsdp=1 (default: source's)"),
+    layout: str = typer.Option(
+        None, "--layout", help="Target layout, e.g. dp=4,tp=2,pp=1,ep=2,fsdp=1 (default: source's)"
+    ),
     model_only: bool = typer.Option(False, "--model-only", help="Drop optimizer and trainer state"),
     model_config: str = typer.Option(None, "--model-config", help="ZAYA preset or config.json (for HF export / TP)"),
     force: bool = typer.Option(False, "--force", help="Replace DST if it exists"),
@@ -77,8 +81,15 @@ def convert_cmd(
     try:
         target = ParallelLayout.parse(layout) if layout else None
         result = convert(
-            src, dst, to, target, model_only=model_only, force=force, io_threads=io_threads,
-            progress=not quiet, model_config=model_config,
+            src,
+            dst,
+            to,
+            target,
+            model_only=model_only,
+            force=force,
+            io_threads=io_threads,
+            progress=not quiet,
+            model_config=model_config,
         )
     except ReshapeError as err:
         _fail(err)

@@ -83,6 +83,7 @@ class DcpReader(CheckpointReader):
             self._chunks[name] = chunks
         self.sidecar = read_sidecar(self.path)
         self.index.layout = layout_from_sidecar(self.sidecar)
+        self.index.hf_config = (self.sidecar or {}).get("hf_config")
 
     def _storage(self, name: str, key: MetadataIndex) -> _StorageInfo:
         info = self.metadata.storage_data.get(key)

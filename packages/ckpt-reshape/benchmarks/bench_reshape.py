@@ -1,0 +1,244 @@
+"""Benchmark: reshape and convert a zaya1-base-width checkpoint (random bf16 weights, >= 2 GB) on CPU.
+
+Measures, each conversion in its own child process (peak RSS from `os.wait4`):
+  * `cp -r` of the source folder on the same disk (and `cp` + fsync of every file) as the ceiling;
+  * ckpt-reshape DCP -> DCP reshaped to dp=4,ep=4,fsdp=1, DCP -> HF safetensors, DCP -> torch.save, DCP -> zarr;
+  * torch's own `dcp_to_torch_save` on the same source.
+Reports throughput against `cp` (target >= 70%) and peak RSS against the largest tensor (target <= 2x; the
+RSS of a child that only imports torch and ckpt_reshape is shown too, since it is part of every peak).
+
+    python packages/ckpt-reshape/benchmarks/bench_reshape.py --out OUT [--layers 3] [--smoke]
+
+Writes OUT/bench_reshape.json and OUT/bench_reshape.png and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BASE = {"vocab": 262272, "hidden": 2048, "heads": 8, "kv_heads": 2, "head_dim": 128, "experts": 16, "ffn": 2048}
+SMOKE = {"vocab": 2048, "hidden": 64, "heads": 4, "kv_heads": 2, "head_dim": 16, "experts": 4, "ffn": 64}
+
+_GENERATE = r"""
+import sys, json, warnings, torch, torch.distributed.checkpoint as dcp
+dims, layers, out = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+g = torch.Generator().manual_seed(0)
+def rnd(*shape):
+    return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+D, E, F = dims["hidden"], dims["experts"], dims["ffn"]
+q, kv = dims["heads"] * dims["head_dim"], dims["kv_heads"] * dims["head_dim"]
+model = {"embed.weight": rnd(dims["vocab"], D), "final_norm.weight": torch.ones(D)}
+for i in range(layers):
+    p = f"layers.{i}."
+    model[p + "attn.qkv.weight"] = rnd(q + 2 * kv, D)
+    model[p + "attn.out.weight"] = rnd(D, q)
+    model[p + "attn_norm.weight"] = torch.ones(D)
+    model[p + "moe_norm.weight"] = torch.ones(D)
+    model[p + "moe.router.down.weight"] = rnd(256, D)
+    model[p + "moe.experts.gate_up"] = rnd(E, 2 * F, D)
+    model[p + "moe.experts.down"] = rnd(E, D, F)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    dcp.save({"model": model}, checkpoint_id=out, no_dist=True)
+print(json.dumps({"largest": max(t.numel() * t.element_size() for t in model.values()),
+                  "total": sum(t.numel() * t.element_size() for t in model.values())}))
+"""
+
+_CONVERT = r"""
+import sys
+from pathlib import Path
+from ckpt_reshape.convert import convert
+from ckpt_reshape.layout import ParallelLayout
+import time
+src, dst, fmt, layout = sys.argv[1:5]
+start = time.perf_counter()
+convert(Path(src), Path(dst), fmt, ParallelLayout.parse(layout) if layout else None, model_config=sys.argv[5] or None)
+print("WORK_S", time.perf_counter() - start, flush=True)
+"""
+
+_NATIVE = r"""
+import sys, warnings
+from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+import time
+start = time.perf_counter()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    dcp_to_torch_save(sys.argv[1], sys.argv[2])
+print("WORK_S", time.perf_counter() - start, flush=True)
+"""
+
+_BASELINE = "import torch, ckpt_reshape.convert, ckpt_reshape.formats"
+
+_CP_FSYNC = r"""
+import os, subprocess, sys
+subprocess.run(["cp", "-r", sys.argv[1], sys.argv[2]], check=True)
+for root, _, files in os.walk(sys.argv[2]):
+    for name in files:
+        fd = os.open(os.path.join(root, name), os.O_RDONLY); os.fsync(fd); os.close(fd)
+"""
+
+
+def run_child(argv: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, seconds of the work itself without interpreter start-up, peak RSS bytes) of one child."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    stdout = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"child failed ({os.waitstatus_to_exitcode(status)}): {' '.join(argv[:4])}")
+    work = [float(line.split()[1]) for line in stdout.splitlines() if line.startswith("WORK_S ")]
+    return wall, (work[0] if work else wall), usage.ru_maxrss * 1024
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes of a file or of every file under a folder."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--layers", type=int, default=3, help="decoder layers (3 at base width is about 2.3 GB)")
+    parser.add_argument("--workdir", type=Path, default=None, help="scratch folder on the disk under test")
+    parser.add_argument("--smoke", action="store_true", help="tiny widths, for a CI check that the script runs")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    dims = SMOKE if args.smoke else BASE
+    py = sys.executable
+    results: dict = {
+        "machine": os.uname().nodename,
+        "cpus": os.cpu_count(),
+        "dims": dims,
+        "layers": args.layers,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "runs": {},
+    }
+    with tempfile.TemporaryDirectory(dir=args.workdir, prefix="bench_reshape_") as tmp:
+        work = Path(tmp)
+        src = work / "src.dcp"
+        gen = subprocess.run(
+            [py, "-c", _GENERATE, json.dumps(dims), str(args.layers), str(src)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        sizes = json.loads(gen.stdout.strip().splitlines()[-1])
+        results.update(
+            largest_tensor_bytes=sizes["largest"], tensor_bytes=sizes["total"], source_bytes=folder_bytes(src)
+        )
+        print(
+            f"source {results['source_bytes'] / 1e9:.2f} GB, largest tensor {sizes['largest'] / 1e9:.3f} GB", flush=True
+        )
+        cfg = json.dumps(
+            {
+                "model_type": "zaya",
+                "vocab_size": dims["vocab"],
+                "hidden_size": dims["hidden"],
+                "num_hidden_layers": args.layers,
+                "num_attention_heads": dims["heads"],
+                "num_key_value_heads": dims["kv_heads"],
+                "head_dim": dims["head_dim"],
+                "num_experts": dims["experts"],
+                "moe_intermediate_size": dims["ffn"],
+            }
+        )
+        cfg_path = work / "config.json"
+        cfg_path.write_text(cfg)
+        jobs = {
+            "cp -r": ["cp", "-r", str(src), str(work / "cp.dcp")],
+            "cp -r + fsync": [py, "-c", _CP_FSYNC, str(src), str(work / "cpf.dcp")],
+            "import baseline": [py, "-c", _BASELINE],
+            "reshape dcp->dcp dp=4,ep=4,fsdp": [
+                py,
+                "-c",
+                _CONVERT,
+                str(src),
+                str(work / "r.dcp"),
+                "dcp",
+                "dp=4,ep=4,fsdp=1",
+                "",
+            ],
+            "convert dcp->torch": [py, "-c", _CONVERT, str(src), str(work / "o.pt"), "torch", "", ""],
+            "dcp_to_torch_save (torch)": [py, "-c", _NATIVE, str(src), str(work / "native.pt")],
+            "convert dcp->hf": [py, "-c", _CONVERT, str(src), str(work / "o.hf"), "hf", "", str(cfg_path)],
+            "convert dcp->zarr": [py, "-c", _CONVERT, str(src), str(work / "o.zarr"), "zarr", "", ""],
+        }
+        outputs = {
+            "cp -r": "cp.dcp",
+            "cp -r + fsync": "cpf.dcp",
+            "reshape dcp->dcp dp=4,ep=4,fsdp": "r.dcp",
+            "convert dcp->torch": "o.pt",
+            "dcp_to_torch_save (torch)": "native.pt",
+            "convert dcp->hf": "o.hf",
+            "convert dcp->zarr": "o.zarr",
+        }
+        for name, argv in jobs.items():
+            wall, work_s, rss = run_child(argv)
+            written = folder_bytes(work / outputs[name]) if name in outputs else 0
+            results["runs"][name] = {"wall_s": wall, "work_s": work_s, "peak_rss_bytes": rss, "bytes_written": written}
+            print(f"{name:36s} {wall:7.2f} s (work {work_s:7.2f} s)  peak RSS {rss / 1e9:6.3f} GB", flush=True)
+            if name in outputs and name not in {"cp -r", "cp -r + fsync"}:
+                shutil.rmtree(work / outputs[name], ignore_errors=True) if (work / outputs[name]).is_dir() else (
+                    work / outputs[name]
+                ).unlink()
+    _summarise(results, args.out)
+
+
+def _summarise(results: dict, out: Path) -> None:
+    runs, src_bytes, largest = results["runs"], results["source_bytes"], results["largest_tensor_bytes"]
+    cp_bw = src_bytes / runs["cp -r"]["work_s"]
+    cpf_bw = src_bytes / runs["cp -r + fsync"]["work_s"]
+    base_rss = runs["import baseline"]["peak_rss_bytes"]
+    print(
+        f"\n{'run':36s} {'GB/s':>6s} {'vs cp':>6s} {'vs cp+fsync':>11s} {'RSS/largest':>11s} {'(RSS-import)/largest':>20s}"
+    )
+    for name, run in runs.items():
+        if name == "import baseline":
+            continue
+        bw = src_bytes / run["work_s"]
+        run.update(
+            throughput_gbps=bw / 1e9,
+            vs_cp=bw / cp_bw,
+            vs_cp_fsync=bw / cpf_bw,
+            rss_over_largest=run["peak_rss_bytes"] / largest,
+            rss_minus_import_over_largest=(run["peak_rss_bytes"] - base_rss) / largest,
+        )
+        print(
+            f"{name:36s} {bw / 1e9:6.2f} {run['vs_cp']:6.2f} {run['vs_cp_fsync']:11.2f} "
+            f"{run['rss_over_largest']:11.2f} {run['rss_minus_import_over_largest']:20.2f}"
+        )
+    (out / "bench_reshape.json").write_text(json.dumps(results, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    names = [n for n in runs if n != "import baseline"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    ax1.barh(names, [runs[n]["throughput_gbps"] for n in names], color="tab:blue")
+    ax1.set_xlabel("throughput (GB/s of source bytes, interpreter start-up excluded)")
+    ax2.barh(names, [runs[n]["rss_over_largest"] for n in names], color="tab:orange")
+    ax2.axvline(2.0, color="red", linestyle="--", label="target 2x largest tensor")
+    ax2.set_xlabel("peak RSS / largest tensor")
+    ax2.legend()
+    ax2.set_yticks([])
+    fig.suptitle(f"ckpt-reshape, {src_bytes / 1e9:.2f} GB zaya1-base-width checkpoint, {results['machine']}")
+    fig.tight_layout()
+    fig.savefig(out / "bench_reshape.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""ZAYA checkpoints: zaya-model's parallel plan drives TP/EP reshapes, and an HF export (fused qkv split into
+HF's four projections) loads in transformers' ZayaForCausalLM with zaya-model's logits."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from ckpt_reshape.convert import convert
+from ckpt_reshape.errors import ReshapeError
+from ckpt_reshape.formats import open_checkpoint
+from ckpt_reshape.layout import ParallelLayout
+from ckpt_reshape.verify import compare
+
+zaya_model = pytest.importorskip("zaya_model")
+
+
+@pytest.fixture
+def tiny(tmp_path: Path, write_dcp):
+    cfg = zaya_model.ZayaConfig.from_preset("zaya1-tiny")
+    torch.manual_seed(0)
+    model = zaya_model.build_model(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    model.eval()
+    return cfg, model, write_dcp({"model": model.state_dict()}, tmp_path / "tiny.dcp")
+
+
+def test_tp_ep_reshape_uses_the_plan_and_splits_sections(tmp_path: Path, tiny):
+    cfg, model, src = tiny
+    out = tmp_path / "tp2.dcp"
+    convert(src, out, "dcp", ParallelLayout(dp=2, tp=2, ep=2, fsdp=True), model_config="zaya1-tiny")
+    assert compare(src, out).ok
+    with open_checkpoint(out) as reader:
+        chunks = reader.metadata.state_dict_metadata["model.layers.0.attn.qkv.weight"].chunks
+    # each TP rank holds half of every q | k | v section (64 local rows: 32 q, 16 k, 16 v); FSDP halves those
+    # rows, so one FSDP shard is the q half and the other the k and v halves: 2 TP x (1 + 2) rectangles
+    assert len(chunks) == 6
+    assert sorted(c.offsets[0] for c in chunks) == [0, 32, 64, 80, 96, 112]
+    with pytest.raises(ReshapeError, match="cannot be split 4 ways"):  # tp must divide the 2 KV heads
+        convert(src, tmp_path / "tp4.dcp", "dcp", ParallelLayout(tp=4), model_config="zaya1-tiny")
+    assert not (tmp_path / "tp4.dcp").exists()
+
+
+def test_hf_export_loads_in_transformers_with_the_same_logits(tmp_path: Path, tiny):
+    transformers_zaya = pytest.importorskip("transformers.models.zaya")
+    cfg, model, src = tiny
+    reshaped = tmp_path / "r.dcp"
+    convert(src, reshaped, "dcp", ParallelLayout(dp=2, tp=2, ep=2), model_config="zaya1-tiny")
+    hf = tmp_path / "hf"
+    result = convert(reshaped, hf, "hf")  # the model config travels in the sidecar
+    assert any("bias_first_moment" in d for d in result.dropped)  # ours-only buffers are not HF's
+    reference = transformers_zaya.ZayaForCausalLM.from_pretrained(hf).eval()
+    ids = torch.randint(0, cfg.vocab_size, (2, 11), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ours, theirs = model(ids), reference(ids).logits
+    assert (ours - theirs).abs().max().item() <= 1e-5
+    again = zaya_model.load_hf(hf).eval()
+    with torch.no_grad():
+        assert torch.equal(again(ids), ours)
+    back = tmp_path / "back.dcp"
+    convert(hf, back, "dcp")
+    report = compare(src, back)
+    assert {p.split("'")[1] for p in report.problems} <= {d for d in result.dropped}
