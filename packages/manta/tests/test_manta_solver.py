@@ -71,9 +71,10 @@ LIMITS = ResolvedLimits(
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_milp_optimum_equals_brute_force(seed, toy_catalog, unit_rows):
+@pytest.mark.parametrize("method", ["solve", "solve_milp"])
+def test_optimum_equals_brute_force(seed, method, toy_catalog, unit_rows):
     index, found, problem = make_problem(seed, toy_catalog, unit_rows, LIMITS)
-    selection = problem.solve()
+    selection = getattr(problem, method)()
     assert selection.objective == pytest.approx(brute_force(index, found, LIMITS, SETTINGS), abs=1e-6)
     base = index.entry(selection.base)
     entries = [index.entry(c.position) for c in selection.picks]
@@ -165,3 +166,22 @@ def test_triplet_score_penalises_similarity_to_other_concepts():
     relevance, score = triplet_scores(adapters, np.array([0, 0]), concepts, separation=0.5)
     assert relevance[0] == pytest.approx(1.0) and score[0] == pytest.approx(1.0)
     assert relevance[1] == pytest.approx(0.8) and score[1] == pytest.approx(0.8 - 0.5 * 0.6)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_decomposed_solve_matches_the_milp_under_masks_and_other_scores(seed, toy_catalog, unit_rows):
+    """Tight and loose limits, random masks and penalised scores: both exact methods agree."""
+    rng = np.random.default_rng(100 + seed)
+    limits = LIMITS if seed % 2 else ResolvedLimits("loose", int(50e9), 100.0, 1.0, 30, 4)
+    _, _, problem = make_problem(seed, toy_catalog, unit_rows, limits, concepts=2 + seed % 3)
+    B, J, _ = problem.shape
+    for _ in range(3):
+        scores = problem.scores - rng.uniform(0, 0.4, size=J)
+        allowed = rng.random(J) < 0.7
+        bases = rng.random(B) < 0.7
+        bases[rng.integers(B)] = True
+        fast = problem.solve(scores=scores, allowed=allowed, allowed_bases=bases)
+        exact = problem.solve_milp(scores=scores, allowed=allowed, allowed_bases=bases)
+        assert fast.objective == pytest.approx(exact.objective, abs=1e-6)
+        assert all(allowed[problem.candidates.index(c)] for c in fast.picks)
+        assert bases[problem.bases.index(fast.base)]

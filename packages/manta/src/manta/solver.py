@@ -21,6 +21,7 @@ from scipy.sparse import coo_array
 from manta.errors import MantaError
 from manta.index import CatalogIndex
 from manta.limits import ResolvedLimits
+from manta.relaxation import relaxed_choice
 from manta.retrieval import Candidate, Retrieval
 
 _GB = 1e9
@@ -146,6 +147,18 @@ class CompositionProblem:
         self.base_scores = np.array([retrieval.base_scores[p] for p in self.bases])
         self.scores = np.array([c.score - adapter_penalty for c in self.candidates])
         self.coverage_bonus = coverage_bonus
+        self.adapters_per_concept = adapters_per_concept
+        # Dense arrays for the decomposed solve: R resources (VRAM GB, seconds per image, price).
+        families = {f: i for i, f in enumerate(sorted({e.base_family for e in bases}))}
+        self.base_family_B = np.array([families[e.base_family] for e in bases], dtype=np.int64)
+        self.family_J = np.array([families.get(a.base_family, -1) for a in adapters], dtype=np.int64)
+        self.concept_J = np.array([c.concept for c in self.candidates], dtype=np.int64)
+        self.position_J = np.array([c.position for c in self.candidates], dtype=np.int64)
+        names = list(usage)
+        self.usage_JR = np.array([[usage[n][1][j] for n in names] for j in range(J)]).reshape(J, len(names))
+        self.residual_BR = np.array([[usage[n][2] - usage[n][0][b] for n in names] for b in range(B)]).reshape(
+            B, len(names)
+        )
 
     def _check_feasible(self) -> None:
         """A base alone is always the cheapest plan; if none fits, name the limit(s) that bind."""
@@ -214,7 +227,56 @@ class CompositionProblem:
         allowed: np.ndarray | None = None,
         allowed_bases: np.ndarray | None = None,
     ) -> Selection:
-        """The optimal selection, optionally with other candidate scores or some candidates or bases masked out."""
+        """The exact optimum: bases in order of their relaxed bound; a base whose relaxed choice fits is solved
+        by it, a base whose bound cannot beat the best so far is skipped, any other goes to the MILP alone."""
+        B, J, _ = self.shape
+        score_J = self.scores if scores is None else scores
+        allowed_J = np.ones(J, dtype=bool) if allowed is None else allowed.astype(bool)
+        open_B = np.ones(B, dtype=bool) if allowed_bases is None else allowed_bases.astype(bool)
+        tol = 1e-9
+        fits_BJ = (self.usage_JR[None, :, :] <= self.residual_BR[:, None, :] * (1 + tol) + tol).all(axis=2)
+        ok_BJ = fits_BJ & (self.family_J[None, :] == self.base_family_B[:, None]) & allowed_J[None, :]
+        relaxed: dict[bytes, tuple[np.ndarray, float]] = {}
+        bounds = []
+        for b in np.flatnonzero(open_B):
+            key = ok_BJ[b].tobytes()
+            if key not in relaxed:
+                relaxed[key] = relaxed_choice(
+                    score_J,
+                    self.concept_J,
+                    ok_BJ[b],
+                    self.adapters_per_concept,
+                    self.limits.max_adapters,
+                    self.coverage_bonus,
+                )
+            bounds.append((self.base_scores[b] + relaxed[key][1], int(b), key))
+        if not bounds:
+            raise MantaError("every base checkpoint is masked out; allow at least one base")
+        bounds.sort(key=lambda t: (-t[0], t[1]))
+        best: Selection | None = None
+        for bound, b, key in bounds:
+            if best is not None and bound <= best.objective + 1e-12:
+                break
+            chosen, _ = relaxed[key]
+            fits = (self.usage_JR[chosen].sum(axis=0) <= self.residual_BR[b] * (1 + tol) + tol).all()
+            if fits and len(set(self.position_J[chosen].tolist())) == len(chosen):
+                picks = tuple(self.candidates[j] for j in sorted(chosen.tolist()))
+                candidate = Selection(self.bases[b], picks, float(bound))
+            else:
+                only_b = np.zeros(B, dtype=bool)
+                only_b[b] = True
+                candidate = self.solve_milp(score_J, allowed_J & ok_BJ[b], only_b)
+            if best is None or candidate.objective > best.objective + 1e-12:
+                best = candidate
+        return best
+
+    def solve_milp(
+        self,
+        scores: np.ndarray | None = None,
+        allowed: np.ndarray | None = None,
+        allowed_bases: np.ndarray | None = None,
+    ) -> Selection:
+        """The optimum of the whole MILP by HiGHS, optionally with other scores or candidates or bases masked out."""
         B, J, C = self.shape
         score_J = self.scores if scores is None else scores
         cost = -np.r_[self.base_scores, score_J, np.full(C, self.coverage_bonus)]
