@@ -72,7 +72,7 @@ def train_step_fn(kind: str, model, ids: torch.Tensor, labels: torch.Tensor) -> 
     def step() -> None:
         model.zero_grad(set_to_none=True)
         if kind == "hf":
-            loss = model(input_ids=ids, labels=ids).loss  # HF shifts the labels itself
+            loss = model(input_ids=ids, labels=ids, use_cache=False).loss  # HF shifts the labels itself
         elif kind == "ours-logits":
             logits = model(ids[:, :-1])
             loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten())
@@ -144,12 +144,15 @@ def main() -> None:
     results: dict[str, dict] = {}
     parity = None
     if hf is not None:
+        ours.eval()
+        hf.eval()
         with torch.no_grad():
             probe = ids[:1, :64]
             parity = float((ours(probe) - hf(probe).logits.float()).abs().max())
 
     def record(name: str, model, kind: str, decode: bool = True) -> None:
         _reset_memory(device)
+        model.train()
         seconds = _timed(train_step_fn(kind, model, ids, labels), args.steps, args.warmup, device)
         tok_s = tokens_per_step / seconds
         results[name] = {
@@ -160,6 +163,7 @@ def main() -> None:
         }
         model.zero_grad(set_to_none=True)
         results[name]["decode_tokens_per_s"] = None
+        model.eval()
         if decode:
             dec_kind = "hf" if kind == "hf" else "ours"
             reps, warm = (1, 0) if args.smoke else (3, 1)
