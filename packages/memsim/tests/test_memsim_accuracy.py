@@ -1,11 +1,9 @@
 """memsim against DRAMSim3's own output on the reference traces: within 3% (in practice: equal)."""
 
 import json
-
 from pathlib import Path
 
 import pytest
-
 from memsim import MemorySystem, TraceFrontend, read_trace
 
 REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "dramsim3"

@@ -1,14 +1,12 @@
 """The protocol checker: silent on everything the controller issues (fuzzing), loud on broken streams."""
 
 import pytest
-
 from memsim import MemorySystem, TraceFrontend, load_spec
 from memsim.checker import ProtocolChecker, check_commands
 from memsim.commands import Cmd
 from memsim.fuzz import random_trace
-from memsim.presets import preset_names
+from memsim.presets import preset_names, preset_sections
 from memsim.spec import spec_from_sections
-from memsim.presets import preset_sections
 
 VARIANTS = {
     "close_page": {"row_buf_policy": "CLOSE_PAGE"},
@@ -19,7 +17,7 @@ VARIANTS = {
 }
 
 
-def _run(spec, seed: int, n: int = 1500, cycles: int = 30_000, **kw) -> list:  # noqa: ANN001
+def _run(spec, seed: int, n: int = 1500, cycles: int = 30_000, **kw) -> list:
     system = MemorySystem(spec, functional=False)
     TraceFrontend(system, random_trace(system.spec, n, seed=seed, **kw)).run(cycles)
     return system.issued_commands()
@@ -61,8 +59,9 @@ def test_checker_catches_broken_streams() -> None:
     commands = _run(spec, 5)
     assert check_commands(spec, commands, 30_000) == []
     # a column command moved before its ACT's tRCD
-    i = next(i for i, c in enumerate(commands) if c[2] == Cmd.READ and commands[i - 1][2] == Cmd.ACTIVATE)
-    shift = commands[i - 1][0] + spec.t("tRCD") - 1 - commands[i][0]
+    j = next(j for j, c in enumerate(commands) if c[2] == Cmd.ACTIVATE)
+    i = next(i for i in range(j + 1, len(commands)) if commands[i][2:5:2] == (Cmd.READ, commands[j][4]))
+    shift = commands[j][0] + spec.t("tRCD") - 1 - commands[i][0]
     rules = {v.rule for v in check_commands(spec, _mutated(commands, i, shift), 30_000)}
     assert "tRCD" in rules
     # a REF issued without its refreshes: the rate rule fires

@@ -12,9 +12,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("config", "lines"), [("ddr4_8gb_x8_3200", 24), ("hbm2_8gb_x128", 16)])
-def test_dma_copy_under_memsim(tmp_path, config: str, lines: int) -> None:  # noqa: ANN001
+def test_dma_copy_under_memsim(tmp_path, config: str, lines: int) -> None:
     from cocotb_tools.runner import get_results, get_runner
-
     from memsim.cosim import HDL_DIR
 
     runner = get_runner("icarus")

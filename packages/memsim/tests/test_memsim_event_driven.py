@@ -1,7 +1,6 @@
 """Skipping idle cycles changes nothing: the event-driven run equals ticking every cycle."""
 
 import pytest
-
 from memsim import MemorySystem, TraceFrontend
 from memsim.fuzz import random_trace
 

@@ -7,7 +7,6 @@ requests were served in arrival order: forwarding from the write buffer, writes 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from memsim import MemorySystem, MemsimError
 
 CONFIGS = ["ddr4_8gb_x8_3200", "hbm2_8gb_x128", "lpddr4_8gb_x16_2400"]
@@ -25,7 +24,7 @@ def _line_addr(system: MemorySystem, slot: int) -> int:
 @pytest.mark.parametrize("config", CONFIGS)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=ops)
-def test_reads_see_last_write_in_arrival_order(config: str, sequence) -> None:  # noqa: ANN001
+def test_reads_see_last_write_in_arrival_order(config: str, sequence) -> None:
     system = MemorySystem(config)
     model: dict[int, bytes] = {}
     expected: list[tuple[object, bytes]] = []

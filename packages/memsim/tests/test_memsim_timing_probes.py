@@ -6,7 +6,6 @@ and T+latency. Rolling windows (tFAW, t32AW) get their own probe.
 """
 
 import pytest
-
 from memsim import load_spec
 from memsim.channel_state import OPEN, ChannelState
 from memsim.commands import COLUMN_CMDS, N_CMD, Cmd
@@ -17,7 +16,7 @@ NEEDS_OPEN = COLUMN_CMDS | {Cmd.PRECHARGE}
 STANDARDS = ["ddr4_8gb_x8_3200", "lpddr4_8gb_x16_2400", "gddr6_8gb_x16", "hbm2_8gb_x128", "ddr5_16gb_x8_4800"]
 
 
-def _target(spec, scope: str) -> tuple[int, int]:  # noqa: ANN001
+def _target(spec, scope: str) -> tuple[int, int]:
     """(rank, flat bank) of a target in `scope` of the source (rank 0, bank group 0, bank 0)."""
     if scope == "same_bank" or scope == "same_rank":
         return 0, 0
@@ -50,7 +49,7 @@ OFFSETS = {name: compile_offsets(SPECS[name], build_constraints(SPECS[name])) fo
 
 
 @pytest.mark.parametrize(("name", "constraint"), list(_cases()))
-def test_constraint_probe(name: str, constraint) -> None:  # noqa: ANN001
+def test_constraint_probe(name: str, constraint) -> None:
     spec = SPECS[name]
     state = ChannelState(spec, OFFSETS[name], build_windows(spec))
     pre, fol, row = constraint.preceding, constraint.following, 7

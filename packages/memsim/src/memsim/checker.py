@@ -33,7 +33,9 @@ class Violation:
     detail: str
 
     def __str__(self) -> str:
-        return f"cycle {self.cycle} ch{self.channel} {self.command} r{self.rank} b{self.bank}: {self.rule} ({self.detail})"
+        return (
+            f"cycle {self.cycle} ch{self.channel} {self.command} r{self.rank} b{self.bank}: {self.rule} ({self.detail})"
+        )
 
 
 class _Bank:
@@ -81,7 +83,7 @@ class ProtocolChecker:
     def _fail(self, cyc: int, ch: int, cmd: int, rank: int, bank: int, rule: str, detail: str) -> None:
         self.violations.append(Violation(cyc, ch, SHORT_NAMES[Cmd(cmd)], rank, bank, rule, detail))
 
-    def _min_gap(self, cyc, ch, cmd, rank, bank, since: int, gap: int, rule: str) -> None:  # noqa: ANN001
+    def _min_gap(self, cyc, ch, cmd, rank, bank, since: int, gap: int, rule: str) -> None:
         if cyc - since < gap:
             self._fail(cyc, ch, cmd, rank, bank, rule, f"{cyc - since} < {gap} cycles")
 
@@ -181,7 +183,9 @@ class ProtocolChecker:
                 self._fail(cyc, ch, REF, rank, i, "REF with a bank open", f"row {b.open_row}")
             self._min_gap(cyc, ch, REF, rank, i, b.last[PRE], t("tRP"), "tRP before REF")
             self._min_gap(cyc, ch, REF, rank, i, b.last[RDA], t("AL") + t("tRTP") + t("tRP"), "RDA + tRP before REF")
-            self._min_gap(cyc, ch, REF, rank, i, b.last[WRA], self.wl + self.bl2 + t("tWR") + t("tRP"), "WRA before REF")
+            self._min_gap(
+                cyc, ch, REF, rank, i, b.last[WRA], self.wl + self.bl2 + t("tWR") + t("tRP"), "WRA before REF"
+            )
         self._min_gap(cyc, ch, REF, rank, base, c.last_ref[rank], t("tRFC"), "tRFC between REFs")
         self._refresh_rate(cyc, ch, rank, c)
         c.refs[rank] += 1
@@ -201,7 +205,7 @@ class ProtocolChecker:
         return self.violations
 
 
-def check_commands(spec: DramSpec, commands, end_cycle: int) -> list[Violation]:  # noqa: ANN001
+def check_commands(spec: DramSpec, commands, end_cycle: int) -> list[Violation]:
     """Replay (cycle, channel, cmd, rank, bank, row, ...) tuples in order; return the violations."""
     checker = ProtocolChecker(spec)
     for cyc, ch, cmd, rank, bank, row, *_ in commands:

@@ -38,4 +38,5 @@ class MemsimConfig:
         try:
             self.build_spec()
         except MemsimError as err:
-            raise ZayaConfigError(f"invalid config: {self.name}: {err}") from None
+            message = str(err).removeprefix(f"config {self.name}: ")
+            raise ZayaConfigError(f"invalid config: {self.name}: {message}") from None

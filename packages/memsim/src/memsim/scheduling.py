@@ -17,7 +17,7 @@ ROW_HIT_CAP = 4
 class QueuedCommand:
     """A column command waiting in a command queue, with its decoded coordinates."""
 
-    __slots__ = ("addr", "bank", "bankgroup", "bank_in_group", "cmd", "column", "rank", "row")
+    __slots__ = ("addr", "bank", "bank_in_group", "bankgroup", "cmd", "column", "rank", "row")
 
     def __init__(self, cmd: int, addr: int, rank: int, bankgroup: int, bank_in_group: int, bank: int, row: int,
                  column: int) -> None:  # fmt: skip

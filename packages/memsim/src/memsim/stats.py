@@ -100,8 +100,8 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
     cycles = max(1, num_cycles - start)
     out["total_energy"] = total + background
     out["average_power"] = out["total_energy"] / cycles
-    out["average_bandwidth"] = (out["num_reads_done"] + out["num_writes_done"]) * spec.request_size_bytes / (
-        cycles * spec.tCK_ns
+    out["average_bandwidth"] = (
+        (out["num_reads_done"] + out["num_writes_done"]) * spec.request_size_bytes / (cycles * spec.tCK_ns)
     )
     out["average_read_latency"] = _average(read_lat)
     out["average_interarrival"] = _average(histos["interarrival_latency"])

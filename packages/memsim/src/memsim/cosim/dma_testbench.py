@@ -16,7 +16,7 @@ from memsim.memory_system import MemorySystem
 SRC, DST = 0x10000, 0x800000
 
 
-async def _reset(dut) -> None:  # noqa: ANN001
+async def _reset(dut) -> None:
     dut.rst.value = 1
     dut.start.value = 0
     dut.req_ready.value = 0
@@ -27,7 +27,7 @@ async def _reset(dut) -> None:  # noqa: ANN001
 
 
 @cocotb.test()
-async def dma_copies_real_data_with_memsim_latency(dut) -> None:  # noqa: ANN001
+async def dma_copies_real_data_with_memsim_latency(dut) -> None:
     config, lines = os.environ.get("MEMSIM_CONFIG", "ddr4_8gb_x8_3200"), int(os.environ.get("MEMSIM_LINES", "16"))
     system = MemorySystem(config)
     line = system.line_bytes

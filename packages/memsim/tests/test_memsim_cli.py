@@ -1,0 +1,50 @@
+"""`zaya memsim ...` as a person runs it: real subprocesses, real files."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ZAYA = [sys.executable, "-m", "zaya_cli.app"]
+
+
+def _zaya(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200"}  # rich tables at full width
+    return subprocess.run([*ZAYA, "memsim", *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.mark.slow
+def test_run_writes_dramsim3_stats(reference_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cfg = reference_dir / "configs" / "HBM2_8Gb_x128.ini"
+    trace = reference_dir / "traces" / "rand_read_gap200_1k.trace"
+    proc = _zaya("run", str(cfg), str(trace), "--cycles", "259800", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    ours = json.loads((out / "stats.json").read_text())
+    ref = json.loads((reference_dir / "runs" / "rand_read_gap200_1k__HBM2_8Gb_x128" / "dramsim3.json").read_text())
+    assert ours.keys() == ref.keys()
+    for ch in ref:
+        assert ours[ch].keys() == ref[ch].keys()
+        assert ours[ch]["num_reads_done"] == ref[ch]["num_reads_done"]
+        assert ours[ch]["average_read_latency"] == pytest.approx(ref[ch]["average_read_latency"])
+    assert (out / "read_latency.png").stat().st_size > 1000
+    assert json.loads((out / "epochs.json").read_text())[0]["num_cycles"] > 0
+
+
+def test_configs_and_check(tmp_path: Path) -> None:
+    proc = _zaya("configs")
+    assert proc.returncode == 0 and "hbm3_16gb_pc" in proc.stdout
+    proc = _zaya("check", "lpddr4_8gb_x16_2400", "--requests", "800", "--cycles", "20000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 violations" in proc.stdout
+
+
+def test_bad_trace_is_a_clear_error(tmp_path: Path) -> None:
+    trace = tmp_path / "bad.trace"
+    trace.write_text("0x40 READ 0\n0x80 READ soon\n")
+    proc = _zaya("run", "ddr4_8gb_x8_3200", str(trace), "-o", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert "bad.trace:2: malformed trace line '0x80 READ soon'" in proc.stderr.replace("\n", "")
