@@ -1,5 +1,6 @@
 """Real 2-process gloo runs under torchrun: DDP, DDP + ZeRO-1 and FSDP2 match one process with the same
-global batch (same data per step, same losses, same weights within fp32 tolerance)."""
+global batch (same data per step, same losses, same weights within fp32 tolerance), and each strategy's
+sharded checkpoint loads back into a fresh trainer exactly."""
 
 import subprocess
 import sys
@@ -31,6 +32,7 @@ def _assert_match(ref: dict, got: dict) -> None:
     assert len(got["losses"]) == len(ref["losses"]) == 3
     assert got["losses"] == pytest.approx(ref["losses"], rel=1e-4, abs=1e-5)
     assert got["val"] == pytest.approx(ref["val"], rel=1e-4)
+    assert got["resumed_step"] == 3 and got["resume_exact"]  # its own sharded checkpoint loads back exactly
     assert ref["weights"].keys() == got["weights"].keys()
     for key, value in ref["weights"].items():
         assert torch.allclose(got["weights"][key], value, atol=2e-4, rtol=1e-3), key

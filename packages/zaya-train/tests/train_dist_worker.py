@@ -13,6 +13,13 @@ from zaya_train.config import CheckpointConfig, DataConfig, DistributedConfig, E
 from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
 
 
+def _full_weights(trainer) -> dict[str, torch.Tensor]:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    full = get_model_state_dict(trainer.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return {k: v.detach().cpu().clone() for k, v in full.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--strategy", default="single")
@@ -33,7 +40,7 @@ def main() -> None:
         plots=False,
         data=DataConfig(sources=sources, val_fraction=0.2),
         distributed=DistributedConfig(strategy=args.strategy, zero1=args.zero1),
-        checkpoint=CheckpointConfig(enabled=False),
+        checkpoint=CheckpointConfig(enabled=True, every_steps=2),
         eval=EvalConfig(every_steps=1000, sequences=4, sample_tokens=0),
     )
     train.optimizer.name = args.optimizer
@@ -53,10 +60,14 @@ def main() -> None:
     trainer.log_every = 1
     trainer.show_progress = False
     summary = trainer.run()
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-    full = get_model_state_dict(trainer.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    full = _full_weights(trainer)
     trainer.close()
+    # A fresh trainer on the same run dir resumes this strategy's sharded checkpoint of the last step.
+    again = create_trainer(ZayaConfig.from_preset("zaya1-tiny"), train, recipe, run_dir, cache_dir=args.cache)
+    resumed_step = again.progress.step if again.resume() else None
+    reloaded = _full_weights(again)
+    again.close()
+    resume_exact = all(torch.equal(full[k], reloaded[k]) for k in full)
     if trainer.ctx.is_rank0:
         losses = [
             r["loss"]
@@ -67,7 +78,9 @@ def main() -> None:
             {
                 "losses": losses,
                 "val": summary["final_val_loss"],
-                "weights": {k: v.detach().cpu() for k, v in full.items()},
+                "resumed_step": resumed_step,
+                "resume_exact": resume_exact,
+                "weights": full,
             },
             args.out,
         )

@@ -259,11 +259,18 @@ class Trainer:
         """Load the latest valid checkpoint, if any, and continue exactly where it stopped."""
         from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict
 
-        if self.checkpoints is None or not self.cfg.checkpoint.resume:
+        from zaya_train.checkpoint.layout import step_dirs
+
+        if self.checkpoints is None or not self.cfg.checkpoint.resume or not step_dirs(self.checkpoints.root):
             return False
+        # Building the templates initialises the optimizer state (DCP steps it once with zero grads, which
+        # advances AdamW's step counters); a successful load overwrites it, a failed one must not keep it.
+        fresh = not self.optimizer.state
         state = self.checkpoint_state()
         step = self.checkpoints.load_latest(state)
         if step is None:
+            if fresh:
+                self.optimizer.state.clear()
             return False
         train = state["train"]
         if self.zero1:
