@@ -26,7 +26,7 @@ class CommandQueues:
         self.queues: list[list[QueuedCommand]] = [[] for _ in range(self.n_queues)]
         self.bound = [NEVER_READY] * self.n_queues
         self.capacity = spec.cmd_queue_size
-        self.scheduler = SCHEDULERS[spec.scheduler](state)
+        self.scheduler = SCHEDULERS[spec.scheduler](state, self.per_bank)
         self.queue_idx = 0
         self.count = 0
         self.dirty = True  # a command left a queue: the transaction scheduler should look again

@@ -61,12 +61,67 @@ class FrFcfsScheduler:
 
     name = "frfcfs"
 
-    def __init__(self, state: ChannelState) -> None:
+    def __init__(self, state: ChannelState, per_bank: bool = False) -> None:
         self.state = state
         self.ondemand_precharges = 0
+        if per_bank and type(self) is FrFcfsScheduler:
+            self.first_ready, self.ready_at = self._first_ready_one_bank, self._ready_at_one_bank
 
     def _candidates(self, queue: list[QueuedCommand]) -> range:
         return range(len(queue))
+
+    # Fast paths for a queue that holds one bank (PER_BANK): the same decisions as the general rule,
+    # with the bank's state read once. Closed bank: only the oldest command matters (all need ACT).
+    # Open bank: row hits in order; a miss can only precharge from the head (older same-bank commands
+    # block it otherwise) and only when no hit is pending or the hit cap is reached.
+    def _first_ready_one_bank(self, queue: list[QueuedCommand], clk: int) -> tuple[int, QueuedCommand] | None:
+        st = self.state
+        head = queue[0]
+        bank = head.bank
+        base = bank * N_CMD
+        e = st.earliest
+        bank_state = st.state[bank]
+        if bank_state == CLOSED:
+            if clk >= e[base + ACT] and clk >= st.window_ready_at(head.rank):
+                return ACT, head
+            return None
+        if bank_state != OPEN:
+            return FrFcfsScheduler.first_ready(self, queue, clk)
+        open_row = st.open_row[bank]
+        if head.row != open_row and clk >= e[base + PRE]:
+            if st.row_hits[bank] >= ROW_HIT_CAP or all(qc.row != open_row for qc in queue):
+                self.ondemand_precharges += 1
+                return PRE, head
+        for pos, qc in enumerate(queue):
+            if qc.row == open_row and clk >= e[base + qc.cmd]:
+                if qc.cmd in WRITES and write_after_read(pos, queue):
+                    continue
+                return qc.cmd, qc
+        return None
+
+    def _ready_at_one_bank(self, queue: list[QueuedCommand]) -> int | None:
+        st = self.state
+        head = queue[0]
+        bank = head.bank
+        base = bank * N_CMD
+        e = st.earliest
+        bank_state = st.state[bank]
+        if bank_state == CLOSED:
+            return max(e[base + ACT], st.window_ready_at(head.rank))
+        if bank_state != OPEN:
+            return FrFcfsScheduler.ready_at(self, queue)
+        open_row = st.open_row[bank]
+        best = None
+        if head.row != open_row and (st.row_hits[bank] >= ROW_HIT_CAP or all(qc.row != open_row for qc in queue)):
+            best = e[base + PRE]
+        for pos, qc in enumerate(queue):
+            if qc.row == open_row:
+                if qc.cmd in WRITES and write_after_read(pos, queue):
+                    continue
+                at = e[base + qc.cmd]
+                if best is None or at < best:
+                    best = at
+        return best
 
     def first_ready(self, queue: list[QueuedCommand], clk: int) -> tuple[int, QueuedCommand] | None:
         """The (command type, queued command) to issue now from this queue, or None."""

@@ -17,6 +17,7 @@ round(active * L) experts over the layers, as even as possible, so the stream ca
 from dataclasses import dataclass
 
 import numpy as np
+
 from memsim.errors import MemsimError
 
 PHASES = ("decode", "prefill")

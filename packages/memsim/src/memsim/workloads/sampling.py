@@ -11,6 +11,7 @@ stream; times and energies scale by `scale` = stream lines / sampled lines.
 from dataclasses import dataclass
 
 import numpy as np
+
 from memsim.errors import MemsimError
 from memsim.workloads.llm_step import REGIONS, StepStream
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
 from memsim.controller import FOREVER
 from memsim.memory_system import MemorySystem
 from memsim.transaction import Transaction

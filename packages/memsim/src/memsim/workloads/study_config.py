@@ -2,9 +2,10 @@
 
 from dataclasses import dataclass, field
 
-from memsim.workloads.llm_step import PHASES
 from zaya_config.checks import one_of, positive
 from zaya_config.errors import invalid
+
+from memsim.workloads.llm_step import PHASES
 
 
 @dataclass

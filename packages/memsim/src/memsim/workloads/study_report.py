@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from memsim.results import write_atomic
 
 SCALAR_TYPES = (int, float, str, bool)
