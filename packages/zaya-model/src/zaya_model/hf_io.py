@@ -57,7 +57,8 @@ def load_hf(
         hf_tensors = path_or_state_dict
     else:
         hf_config, hf_tensors = read_hf_folder(path_or_state_dict)
-        config = config or ZayaConfig.from_hf_config(hf_config)
+        name = str(hf_config.get("_name_or_path") or Path(path_or_state_dict).name)
+        config = config or ZayaConfig.from_hf_config(hf_config, name=name)
     model = ZayaForCausalLM(config)
     load_hf_state_dict(model, hf_tensors)
     return model
