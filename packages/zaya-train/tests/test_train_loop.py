@@ -71,3 +71,18 @@ def test_resume_from_checkpoint_continues_exactly(make_trainer, tmp_path):
     assert losses(tmp_path / "cut")[-1] == losses(tmp_path / "ref")[-1]
     saved = json.loads((tmp_path / "cut" / "checkpoints" / "step_00000004" / "manifest.json").read_text())
     assert saved["step"] == 4
+
+
+def test_metrics_writer_jsonl_and_tensorboard(tmp_path):
+    from zaya_train.metrics import MetricsWriter
+
+    writer = MetricsWriter(tmp_path, tensorboard=True)
+    writer.write({"kind": "train", "step": 1, "loss": float("nan"), "lr": 1e-3})
+    writer.write({"kind": "val", "step": 1, "val_loss": 2.0})
+    writer.close()
+    records = read_metrics(tmp_path / "metrics.jsonl")
+    assert records[0]["loss"] is None and records[1]["val_loss"] == 2.0  # NaN stays valid JSON
+    assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('{"kind": "tra')  # the torn last line of a killed run
+    assert len(read_metrics(tmp_path / "metrics.jsonl")) == 2

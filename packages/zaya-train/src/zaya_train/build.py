@@ -78,6 +78,8 @@ def create_trainer(
     from zaya_model import build_model, flops_per_token
 
     ctx = ctx or init_distributed(train.distributed, train.device)
+    if ctx.device.type == "cpu" and train.cpu_threads is not None:
+        torch.set_num_threads(train.cpu_threads)
     torch.manual_seed(train.seed)  # the same initial weights on every rank
     model = build_model(model_cfg).to(ctx.device)
     check_recipe(recipe, train, int(model.max_positions), ctx.world_size)

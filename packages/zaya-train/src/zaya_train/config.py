@@ -161,6 +161,7 @@ class TrainConfig:
     precision: str = "fp32"  # fp32 | bf16 (autocast; fp32 master weights and residual stream)
     grad_clip: float = 1.0  # max global grad norm; 0 disables
     device: str = "auto"  # auto | cpu | cuda
+    cpu_threads: int | None = None  # torch intra-op threads on CPU; None: torch's default (one per core)
     max_steps: int | None = None  # stop early (smoke runs); the recipe's token budget otherwise
     data: DataConfig = field(default_factory=DataConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
@@ -183,6 +184,7 @@ class TrainConfig:
         one_of("device", self.device, ("auto", "cpu", "cuda"))
         non_negative("grad_clip", self.grad_clip)
         positive("max_steps", self.max_steps, optional=True)
+        positive("cpu_threads", self.cpu_threads, optional=True)
         for name in ("data", "optimizer", "distributed", "checkpoint", "eval", "resilience", "faults"):
             try:
                 getattr(self, name).validate()
