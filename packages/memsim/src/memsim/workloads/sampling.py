@@ -1,11 +1,11 @@
-"""A statistically faithful sample of a long request stream: systematic windows of contiguous lines.
+"""A statistically faithful sample of a long request stream: stratified windows of contiguous lines.
 
 A zaya1-base decode step reads hundreds of MB; simulating every line would take hours. The stream is cut
-into `n` equal strides and from each stride one window of `window_lines` consecutive lines is kept (the
-same random offset in every stride, as in systematic sampling). A window is long enough to hold the
-stream's row-buffer and channel locality, and the strides spread the windows over every region in
-proportion to its bytes, so bandwidth and energy per byte of the sample estimate those of the whole
-stream; times and energies scale by `scale` = stream lines / sampled lines.
+into `n` equal strides and from each stride one window of `window_lines` consecutive lines is kept, at a
+seeded random offset of its own (stratified sampling: no common offset that could alias with the address
+interleave). A window holds the stream's row-buffer and channel locality, and the strides spread the
+windows over every region in proportion to its bytes, so bandwidth and energy per byte of the sample
+estimate those of the whole stream; `scale` = stream lines / sampled lines takes them back to the step.
 """
 
 from dataclasses import dataclass
@@ -58,7 +58,7 @@ def sample_stream(stream: StepStream, sample_bytes: int, window_bytes: int, seed
         lines, write, region = _expand(stream, 0, total)
         return SampledRequests(lines * line, write, region, 1, total, 1.0)
     stride = total // windows
-    offset = int(np.random.default_rng(seed).integers(0, stride - window + 1))
-    parts = [_expand(stream, offset + k * stride, window) for k in range(windows)]
+    offsets = np.random.default_rng(seed).integers(0, stride - window + 1, size=windows)
+    parts = [_expand(stream, int(offsets[k]) + k * stride, window) for k in range(windows)]
     lines, write, region = (np.concatenate(p) for p in zip(*parts, strict=True))
     return SampledRequests(lines * line, write, region, windows, window, total / len(lines))

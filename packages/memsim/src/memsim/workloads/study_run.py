@@ -13,7 +13,7 @@ from memsim.workloads.study_report import write_study
 
 SCALING_NOTE = (
     "Each step is simulated on a sample of its request stream: `sample_windows` windows of "
-    "`sample_window_bytes` contiguous bytes, one per equal stride of the stream (systematic sampling, seeded). "
+    "`sample_window_bytes` contiguous bytes, one at a random place in each equal stride of the stream (stratified sampling, seeded). "
     "Bandwidth is the sample's steady state (middle 80% of its column commands); the step time is the "
     "stream's bytes at that bandwidth plus the sample's fill-and-drain overhead once; command energy scales "
     "with bytes (`sample_scale` = stream bytes / sampled bytes), background and refresh energy with time; "
