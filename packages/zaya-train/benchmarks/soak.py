@@ -108,10 +108,10 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=2)
     parser.add_argument("--async-save", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="3 kills over 8 steps (checks the script works)")
+    parser.add_argument("--smoke", action="store_true", help="2 kills over 6 steps (checks the script works)")
     args = parser.parse_args()
     if args.smoke:
-        args.kills, args.kills_per_round, args.steps = 3, 3, 8
+        args.kills, args.kills_per_round, args.steps = 2, 2, 6
     args.out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     from rich.progress import Progress

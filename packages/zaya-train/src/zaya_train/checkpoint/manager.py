@@ -13,7 +13,6 @@ background thread never interleaves with the training loop's collectives.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import pickle
 import shutil
@@ -40,15 +39,9 @@ from zaya_train.checkpoint.layout import (
 from zaya_train.checkpoint.manifest import ManifestProblem, verify_manifest, write_manifest
 
 log = logging.getLogger(__name__)
-_SINGLE_PROCESS_WARNING = "torch.distributed is disabled, unavailable or uninitialized"
-
-
-@contextlib.contextmanager
-def _single_process_is_intended():
-    """DCP warns on every single-process save/load; here that is a supported mode, not an accident."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_SINGLE_PROCESS_WARNING)
-        yield
+# DCP warns on every single-process save/load (also from the async upload thread, where no
+# catch_warnings can reach); single-process is a supported mode here, not an accident.
+warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized")
 
 
 TRAIN_KEY = "train"
@@ -111,8 +104,7 @@ class CheckpointManager:
             self._pending = self._executor.submit(self._finish_async, upload, step, tmp, start, timing)
             timing.blocking_s = time.perf_counter() - start
         else:
-            with _single_process_is_intended():
-                dcp.save(tensors, storage_writer=writer, process_group=self._group, no_dist=not self.distributed)
+            dcp.save(tensors, storage_writer=writer, process_group=self._group, no_dist=not self.distributed)
             if self.rank == 0:
                 self._commit(step, tmp)
             self._barrier()
@@ -182,13 +174,12 @@ class CheckpointManager:
         step, folder = found[0], Path(found[1])
         tensors = {k: v for k, v in state.items() if k != TRAIN_KEY}
         if tensors:
-            with _single_process_is_intended():
-                dcp.load(
-                    tensors,
-                    storage_reader=dcp.FileSystemReader(folder),
-                    process_group=self._group,
-                    no_dist=not self.distributed,
-                )
+            dcp.load(
+                tensors,
+                storage_reader=dcp.FileSystemReader(folder),
+                process_group=self._group,
+                no_dist=not self.distributed,
+            )
         own = folder / train_state_name(self.rank)
         with open(own if own.exists() else folder / train_state_name(0), "rb") as stream:
             state[TRAIN_KEY] = pickle.load(stream)

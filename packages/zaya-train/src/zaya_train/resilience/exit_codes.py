@@ -7,7 +7,6 @@ class ExitCode(IntEnum):
     """Why a training process ended (0 is a finished or cleanly preempted run)."""
 
     OK = 0
-    INJECTED_CRASH = 71  # a `crash` fault from the config (os-level exit, as a segfaulting kernel would)
     HANG = 72  # the heartbeat watchdog saw no progress; stacks were dumped
     PREEMPT_TIMEOUT = 73  # SIGTERM's grace time ran out before the save finished
     CRASH_LOOP = 74  # the same step failed repeatedly across restarts; see crash_loop.json
