@@ -88,10 +88,10 @@ class FrFcfsScheduler:
         if bank_state != OPEN:
             return FrFcfsScheduler.first_ready(self, queue, clk)
         open_row = st.open_row[bank]
-        if head.row != open_row and clk >= e[base + PRE]:
-            if st.row_hits[bank] >= ROW_HIT_CAP or all(qc.row != open_row for qc in queue):
-                self.ondemand_precharges += 1
-                return PRE, head
+        if (head.row != open_row and clk >= e[base + PRE]
+                and (st.row_hits[bank] >= ROW_HIT_CAP or all(qc.row != open_row for qc in queue))):  # fmt: skip
+            self.ondemand_precharges += 1
+            return PRE, head
         for pos, qc in enumerate(queue):
             if qc.row == open_row and clk >= e[base + qc.cmd]:
                 if qc.cmd in WRITES and write_after_read(pos, queue):
