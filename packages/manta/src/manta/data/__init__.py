@@ -1,0 +1,1 @@
+"""Data shipped with manta: the example catalog and the evaluation prompts."""
