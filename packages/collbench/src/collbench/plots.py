@@ -60,51 +60,64 @@ def plot_busbw(
     return paths
 
 
-def plot_gemm(
-    results: list[GemmResult], path: Path, peak_tflops: float | None = None, measured_peak_tflops: float | None = None
-) -> Path:
-    """Two panels: TFLOP/s of the square grid, and the N sweep with the quantization model scaled to its best."""
-    fig, (ax_sq, ax_n) = plt.subplots(1, 2, figsize=(12, 4.5))
+def draw_gemm_throughput(
+    ax: plt.Axes,
+    results: list[GemmResult],
+    peak_tflops: float | None = None,
+    measured_peak_tflops: float | None = None,
+    reference_name: str = "torch.matmul 8192^3",
+) -> None:
+    """TFLOP/s of the square grid (line) and the model's own GEMMs (crosses), with the reference lines."""
     square = sorted((r for r in results if r.family == "square"), key=lambda r: r.m)
-    ax_sq.plot([r.m for r in square], [r.tflops for r in square], marker="o", label="square M=N=K")
+    ax.plot([r.m for r in square], [r.tflops for r in square], marker="o", label="square M=N=K")
     for r in results:
         if r.family in ("attention", "expert", "lm_head"):
-            ax_sq.scatter([max(r.m, r.n, r.k)], [r.tflops], marker="x", label=f"{r.label} ({r.m}x{r.n}x{r.k})")
-    for value, name in ((peak_tflops, "datasheet"), (measured_peak_tflops, "torch.matmul 8192^3")):
+            ax.scatter([max(r.m, r.n, r.k)], [r.tflops], marker="x", label=f"{r.label} ({r.m}x{r.n}x{r.k})")
+    for value, name in ((peak_tflops, "datasheet"), (measured_peak_tflops, reference_name)):
         if value:
-            ax_sq.axhline(
-                value, ls="--", lw=1, color="gray" if name == "datasheet" else "k", label=f"{name} {value:.0f}"
-            )
-    ax_sq.set_xscale("log", base=2)
-    ax_sq.set_xlabel("largest dimension")
-    ax_sq.set_ylabel("TFLOP/s")
-    ax_sq.set_title("GEMM throughput")
-    ax_sq.grid(True, alpha=0.3)
-    ax_sq.legend(fontsize=7)
+            ax.axhline(value, ls="--", lw=1, color="gray" if name == "datasheet" else "k", label=f"{name} {value:.0f}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("largest dimension")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("GEMM throughput")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6)
+
+
+def draw_n_sweep(ax: plt.Axes, results: list[GemmResult]) -> None:
+    """The N sweep's TFLOP/s against N, with the tile/wave model scaled to the sweep's best point."""
     sweep = sorted((r for r in results if r.family == "n_sweep"), key=lambda r: r.n)
     if sweep:
         best = max(r.tflops for r in sweep)
         best_eff = max(r.predicted_efficiency for r in sweep)
-        ax_n.plot([r.n for r in sweep], [r.tflops for r in sweep], marker=".", label="measured")
-        ax_n.plot(
+        ax.plot([r.n for r in sweep], [r.tflops for r in sweep], marker=".", label="measured")
+        ax.plot(
             [r.n for r in sweep],
             [best * r.predicted_efficiency / best_eff for r in sweep],
             ls="--",
             label="tile/wave model (scaled)",
         )
-        ax_n.set_title(f"N sweep at M={sweep[0].m}, K={sweep[0].k}")
-    ax_n.set_xlabel("N")
-    ax_n.set_ylabel("TFLOP/s")
-    ax_n.grid(True, alpha=0.3)
-    ax_n.legend(fontsize=7)
+        ax.set_title(f"N sweep at M={sweep[0].m}, K={sweep[0].k}")
+    ax.set_xlabel("N")
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def plot_gemm(
+    results: list[GemmResult], path: Path, peak_tflops: float | None = None, measured_peak_tflops: float | None = None
+) -> Path:
+    """Two panels: TFLOP/s of the square grid, and the N sweep with the quantization model scaled to its best."""
+    fig, (ax_sq, ax_n) = plt.subplots(1, 2, figsize=(12, 4.5))
+    draw_gemm_throughput(ax_sq, results, peak_tflops, measured_peak_tflops)
+    draw_n_sweep(ax_n, results)
     return _save(fig, path)
 
 
-def plot_membw(
-    results: list[MembwResult], path: Path, datasheet_gbps: float | None = None, cache_bytes: int | None = None
-) -> Path:
+def draw_membw(
+    ax: plt.Axes, results: list[MembwResult], datasheet_gbps: float | None = None, cache_bytes: int | None = None
+) -> None:
     """Bandwidth against buffer size, a line per kernel; the datasheet ceiling and the L2 size marked."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
     for kernel in sorted({r.kernel for r in results}):
         pts = sorted((r for r in results if r.kernel == kernel), key=lambda r: r.size_bytes)
         ax.plot([p.size_bytes for p in pts], [p.bw_gbps for p in pts], marker="o", ms=3, label=kernel)
@@ -118,4 +131,12 @@ def plot_membw(
     ax.set_title("memory bandwidth")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
+
+
+def plot_membw(
+    results: list[MembwResult], path: Path, datasheet_gbps: float | None = None, cache_bytes: int | None = None
+) -> Path:
+    """Bandwidth against buffer size, a line per kernel; the datasheet ceiling and the L2 size marked."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    draw_membw(ax, results, datasheet_gbps, cache_bytes)
     return _save(fig, path)

@@ -17,16 +17,15 @@ def attainable_tflops(intensity: np.ndarray, peak_tflops: float, bw_gbps: float)
     return np.minimum(peak_tflops, bw_gbps * 1e9 * intensity / 1e12)
 
 
-def plot_roofline(
+def draw_roofline(
+    ax: plt.Axes,
     gemm: list[GemmResult],
-    path: Path,
     measured_tflops: float,
     memory_ceilings_gbps: dict[str, float],
     datasheet_tflops: float | None = None,
     datasheet_gbps: float | None = None,
-) -> Path:
-    """Write the roofline PNG."""
-    fig, ax = plt.subplots(figsize=(7, 5))
+) -> None:
+    """The measured rooflines (one per memory ceiling), the datasheet one dashed, and the GEMM points."""
     lo = min([r.intensity_flops_per_byte for r in gemm] + [0.5]) / 2
     hi = max([r.intensity_flops_per_byte for r in gemm] + [1e3]) * 2
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
@@ -56,4 +55,17 @@ def plot_roofline(
     ax.set_title("roofline (measured ceilings)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
+
+
+def plot_roofline(
+    gemm: list[GemmResult],
+    path: Path,
+    measured_tflops: float,
+    memory_ceilings_gbps: dict[str, float],
+    datasheet_tflops: float | None = None,
+    datasheet_gbps: float | None = None,
+) -> Path:
+    """Write the roofline PNG."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    draw_roofline(ax, gemm, measured_tflops, memory_ceilings_gbps, datasheet_tflops, datasheet_gbps)
     return _save(fig, path)
