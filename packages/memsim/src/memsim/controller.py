@@ -52,7 +52,7 @@ class ChannelController:
         self.read_delay, self.write_delay = spec.t("read_delay"), spec.t("write_delay")
         # logs the statistics are computed from (see memsim.stats)
         self.commands: list[tuple[int, int, int, int, int, int, int, bool]] = []
-        self.completed: list[Transaction] = []
+        self.completed: list[tuple[int, int, bool]] = []  # (completion cycle, latency, is_write)
         self.interarrivals: list[int] = []
         self.write_latencies: list[int] = []
         self.dual_issue_cycles: list[int] = []
@@ -100,7 +100,7 @@ class ChannelController:
 
     def _complete(self, trans: Transaction, cycle: int) -> None:
         trans.complete_cycle = cycle
-        self.completed.append(trans)
+        self.completed.append((cycle, cycle - trans.added_cycle, trans.is_write))
         if self.on_complete is not None:
             self.on_complete(trans)
 

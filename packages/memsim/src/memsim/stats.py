@@ -71,10 +71,10 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
     hits = window[window[:, 2] == 1]
     out["num_read_row_hits"] = int(np.isin(hits[:, 1], (Cmd.READ, Cmd.READ_PRECHARGE)).sum())
     out["num_write_row_hits"] = int(np.isin(hits[:, 1], (Cmd.WRITE, Cmd.WRITE_PRECHARGE)).sum())
-    done = [t for t in ctrl.completed if start <= t.complete_cycle < num_cycles]
-    read_lat = Counter(t.latency for t in done if not t.is_write)
+    done = [t for t in ctrl.completed if start <= t[0] < num_cycles]
+    read_lat = Counter(latency for _, latency, is_write in done if not is_write)
     out["num_reads_done"] = sum(read_lat.values())
-    out["num_writes_done"] = sum(1 for t in done if t.is_write)
+    out["num_writes_done"] = sum(1 for t in done if t[2])
     out["num_write_buf_hits"] = 0
     out["num_ondemand_pres"] = ctrl.cmdq.scheduler.ondemand_precharges if start == 0 else None
     out["hbm_dual_cmds"] = sum(1 for c in ctrl.dual_issue_cycles if start <= c < num_cycles)
