@@ -46,3 +46,18 @@ def test_invalid_config_fails_at_start_with_the_key(tmp_path):
     result = run(tmp_path, "manta.mask_probability=3")
     assert result.returncode != 0
     assert "manta.mask_probability = 3.0; allowed: a number in [0.0, 1.0]" in result.stderr
+
+
+def test_render_writes_images_with_a_local_tiny_pipeline(tmp_path):
+    pytest.importorskip("diffusers")
+    from manta.tiny_pipeline import write_tiny_catalog
+
+    catalog = write_tiny_catalog(tmp_path / "models", n_loras=2)
+    result = run(tmp_path, f"manta.catalog={catalog}", "manta_render=cpu-tiny", "prompt=a cat in a watercolor painting")
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run_dir] = (tmp_path / "outputs" / "compose").glob("*/*")
+    plans = json.loads((run_dir / "plans.json").read_text())
+    assert {a["id"] for a in plans[0]["adapters"]} == {"tiny-cat", "tiny-watercolor-painting"}
+    images = sorted((run_dir / "images").glob("*.png"))
+    assert [p.name for p in images] == ["image_00.png", "image_01.png"]
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in images)
