@@ -7,7 +7,7 @@ Run on the H200 machine (PYTHONPATH = the repo's packages/*/src; needs torch, nu
 and on a CPU, to check it works (tiny sizes): `python3 .../bench_device.py --smoke --out /tmp/x`.
 
 Timing (collbench.timing.measure_us): first >= 2 s of back-to-back 8192^3 matmuls, because the GPU's clock
-idles at 345 MHz and ramps up under load; then every point gets 10 ms of untimed calls and 5 batches of
+idles at 345 MHz and ramps up under load; then every point gets 25 ms of untimed calls and 5 batches of
 >= 20 ms each (so >= 100 ms of work), timed with CUDA events, median reported (spread in the tables);
 random operands; GEMM operand sets rotated until they span 2 x L2, so small GEMMs read from HBM.
 Reference: plain torch.matmul at 8192^3, timed the same way just before the sweep (and again after it, to
@@ -98,7 +98,12 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--iters", type=int, default=None, help="minimum calls per timed batch")
     ap.add_argument("--batches", type=int, default=None, help="timed batches per point (median reported)")
     ap.add_argument("--batch-ms", type=float, default=None, help="minimum duration of one timed batch")
-    ap.add_argument("--clock-warmup-s", type=float, default=None, help="sustained matmul before each sweep")
+    ap.add_argument(
+        "--clock-warmup-s",
+        type=float,
+        default=None,
+        help="sustained matmul before the GEMM sweep (a quarter of it before the bandwidth sweep)",
+    )
     ap.add_argument(
         "--bundle",
         action=argparse.BooleanOptionalAction,

@@ -74,7 +74,7 @@ class TimingPolicy:
         return cls(min_calls=max(1, iters), warmup_calls=max(0, warmup))
 
     @classmethod
-    def gpu(cls, batch_ms: float = 20.0, batches: int = 5, warmup_ms: float = 10.0) -> "TimingPolicy":
+    def gpu(cls, batch_ms: float = 20.0, batches: int = 5, warmup_ms: float = 25.0) -> "TimingPolicy":
         """The GPU sweep's setting: >= batches x batch_ms of timed work per point (100 ms by default)."""
         return cls(min_calls=3, batches=batches, batch_s=batch_ms / 1e3, warmup_calls=2, warmup_s=warmup_ms / 1e3)
 
