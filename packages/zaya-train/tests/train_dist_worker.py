@@ -26,6 +26,7 @@ def main() -> None:
     parser.add_argument("--zero1", action="store_true")
     parser.add_argument("--optimizer", default="muon")
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--precision", default="fp32")
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -37,6 +38,7 @@ def main() -> None:
         global_batch_size=4,
         micro_batch_size=2,
         max_steps=args.steps,
+        precision=args.precision,
         plots=False,
         data=DataConfig(sources=sources, val_fraction=0.2),
         distributed=DistributedConfig(strategy=args.strategy, zero1=args.zero1),
