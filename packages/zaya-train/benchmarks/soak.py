@@ -108,10 +108,10 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=2)
     parser.add_argument("--async-save", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="2 kills over 6 steps (checks the script works)")
+    parser.add_argument("--smoke", action="store_true", help="1 kill over 4 steps (checks the script works)")
     args = parser.parse_args()
     if args.smoke:
-        args.kills, args.kills_per_round, args.steps = 2, 2, 6
+        args.kills, args.kills_per_round, args.steps = 1, 1, 4
     args.out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     from rich.progress import Progress

@@ -69,12 +69,12 @@ def test_sigkill_at_random_moments_resumes_bitwise(tmp_path: Path, cache: Path, 
     extra = ("--async-save",) if async_save else ()
     run_dir, rng = tmp_path / "run", random.Random(5 + async_save)
     kills, kills_in_save = 0, 0
-    targets = [None, rng.randint(3, 6), rng.randint(7, STEPS - 1)]  # None: whenever a save is in flight
+    targets = [None, rng.randint(3, STEPS - 2)]  # None: whenever a save is in flight
     for attempt in range(12):
         recorded = _attempts(run_dir)
         proc = subprocess.Popen(_drill_cmd(run_dir, cache, *extra), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=ENV)  # fmt: skip
-        target, delay, reached = (targets[kills] if kills < 3 else -1), rng.uniform(0.0, 0.4), None
+        target, delay, reached = (targets[kills] if kills < len(targets) else -1), rng.uniform(0.0, 0.4), None
         while target != -1 and proc.poll() is None:
             if target is None:
                 due = _in_save(run_dir / "checkpoints")
@@ -92,12 +92,12 @@ def test_sigkill_at_random_moments_resumes_bitwise(tmp_path: Path, cache: Path, 
         if proc.returncode == 0:
             break
         assert proc.returncode == -signal.SIGKILL, f"attempt {attempt} failed with {proc.returncode}"
-    assert kills == 3 and kills_in_save >= 1
+    assert kills == len(targets) and kills_in_save >= 1
     final = _final(run_dir)
     assert final["parts"] == reference["parts"]  # weights, optimizer, progress/losses, sampler, RNG: bitwise
     assert final["state_hash"] == reference["state_hash"]
     assert final["metrics_digest"] == reference["metrics_digest"]
-    assert _attempts(run_dir) == 4 and len(read_events(run_dir, "completed")) == 1
+    assert _attempts(run_dir) == len(targets) + 1 and len(read_events(run_dir, "completed")) == 1
 
 
 def test_sigterm_saves_exits_cleanly_and_resumes_exactly(tmp_path: Path, cache: Path, reference: dict) -> None:
