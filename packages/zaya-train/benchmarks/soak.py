@@ -33,7 +33,8 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS":
 
 def _drill(run_dir: Path, args: argparse.Namespace) -> list[str]:
     cmd = [sys.executable, "-m", "zaya_train.resilience.drill", "--run-dir", str(run_dir), "--cache-dir",
-           str(args.out / "cache"), "--steps", str(args.steps), "--every", str(args.every), "--eval-every", "1000"]  # fmt: skip
+           str(args.out / "cache"), "--steps", str(args.steps), "--every", str(args.every), "--eval-every", "1000",
+           "--max-same-step-failures", "1000000"]  # fmt: skip  # random kills are not a crash loop
     return cmd + (["--async-save"] if args.async_save else [])
 
 
@@ -47,20 +48,26 @@ def _attempts(run_dir: Path) -> list[dict]:
     return records
 
 
-def _in_save(run_dir: Path) -> bool:
+def _in_save(run_dir: Path, since_unix: float) -> bool:
+    """A save of this attempt is in flight (a killed attempt's leftover `.tmp.` folder does not count)."""
     root = run_dir / "checkpoints"
-    return root.is_dir() and any(p.name.startswith(".tmp.") for p in root.iterdir())
+    try:
+        return root.is_dir() and any(
+            p.name.startswith(".tmp.") and p.stat().st_mtime >= since_unix for p in root.iterdir()
+        )
+    except FileNotFoundError:  # renamed or removed while we looked
+        return False
 
 
 def _kill_moment(proc: subprocess.Popen, run_dir: Path, known: int, rng: random.Random) -> tuple[bool, bool]:
     """Wait for this attempt's loop to run, then SIGKILL at a random moment; (killed, inside a save)."""
     aim_at_save, delay = rng.random() < 0.4, rng.uniform(0.0, 2.5)
-    started = None
+    started, launched_unix = None, time.time()
     while proc.poll() is None:
         if started is None and len(list((run_dir / "attempts").glob("attempt-*.json"))) > known:
             started = time.monotonic()
         if started is not None:
-            in_save = _in_save(run_dir)
+            in_save = _in_save(run_dir, launched_unix)
             if (aim_at_save and in_save) or (not aim_at_save and time.monotonic() - started > delay):
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
