@@ -76,8 +76,8 @@ def main(cfg: DictConfig) -> None:
                        progress=cfg.logging.progress)  # fmt: skip
     for r in doc["results"]:
         print(f"{spec.name} {r['phase']}: {r['achieved_bw_gbps']:.1f} of {r['peak_bw_gbps']:.1f} GB/s, "
-              f"{r['time_per_token_ns']:.4g} ns/token (roofline {r['roofline_time_per_token_ns']:.4g}), "
-              f"p99 read {r['read_latency_p99_ns']:.0f} ns, {r['energy_per_token_nj']:.4g} nJ/token")  # fmt: skip
+              f"{r['time_per_token_ns'] / 1e3:.4g} us/token (roofline {r['roofline_time_per_token_ns'] / 1e3:.4g}), "
+              f"p99 read {r['read_latency_p99_ns']:.0f} ns, {r['energy_per_token_nj'] / 1e6:.4g} mJ/token")  # fmt: skip
     print(f"run dir: {out}")
 
 

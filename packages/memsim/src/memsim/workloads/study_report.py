@@ -59,12 +59,12 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def plot_roofline_bars(rows: Sequence[dict[str, Any]], labels: Sequence[str], path: Path, title: str) -> bool:
-    """Left: achieved vs peak bandwidth; right: simulated vs roofline time per token (log), one bar pair per row."""
+    """Top: achieved vs peak bandwidth; bottom: simulated vs roofline time per token (log); a bar pair per row."""
     plt = _pyplot()
     if plt is None:
         return False
     x = np.arange(len(rows))
-    fig, (ax_bw, ax_t) = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(rows) + 4), 4))
+    fig, (ax_bw, ax_t) = plt.subplots(2, 1, figsize=(min(14, max(6, 0.9 * len(rows) + 3)), 7))
     ax_bw.bar(x - 0.2, [r["achieved_bw_gbps"] for r in rows], 0.4, label="simulated")
     ax_bw.bar(x + 0.2, [r["peak_bw_gbps"] for r in rows], 0.4, label="peak (roofline)", alpha=0.6)
     ax_bw.set_ylabel("bandwidth (GB/s)")
@@ -73,7 +73,8 @@ def plot_roofline_bars(rows: Sequence[dict[str, Any]], labels: Sequence[str], pa
     ax_t.set_ylabel("time per token (µs)")
     ax_t.set_yscale("log")
     for ax in (ax_bw, ax_t):
-        ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=8)
+        ax.set_xticks(x, labels, rotation=30 if len(rows) > 4 else 0, ha="right" if len(rows) > 4 else "center",
+                      fontsize=8)  # fmt: skip
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
