@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from memsim import MemsimError
 from memsim.workloads import REGIONS, LlmStepShape, build_step_stream
 from memsim.workloads.llm_step import DENSE, EXPERTS, KV, REGION_ALIGN_BYTES, STATE

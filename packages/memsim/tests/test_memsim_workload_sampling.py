@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from memsim import MemsimError
 from memsim.workloads import LlmStepShape, build_step_stream, sample_stream
 from memsim.workloads.llm_step import REGIONS
