@@ -10,7 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 app = typer.Typer(help="memsim: cycle-accurate DRAM simulation with DRAMSim3-compatible stats.", no_args_is_help=True)
-console = Console()
+
+
+def _console() -> Console:
+    return Console()  # made per command, so the terminal width is read when the command runs
 
 
 def _fail(err: Exception) -> None:
@@ -50,8 +53,8 @@ def run(
     for ch, s in stats.items():
         table.add_row(ch, str(s["num_reads_done"]), str(s["num_writes_done"]), f"{s['average_read_latency']:.1f}",
                       f"{s['average_bandwidth']:.2f}", str(s["num_read_row_hits"]), f"{s['average_power']:.1f}")  # fmt: skip
-    console.print(table)
-    console.print(f"wrote {out / 'stats.json'}")
+    _console().print(table)
+    _console().print(f"wrote {out / 'stats.json'}")
 
 
 @app.command("configs")
@@ -60,14 +63,16 @@ def configs() -> None:
     from memsim.presets import preset_names
     from memsim.spec import load_spec
 
-    table = Table("name", "protocol", "channels", "ranks", "banks", "request B", "capacity GiB", "tCK ns",
-                  "peak GB/s")  # fmt: skip
+    table = Table()
+    table.add_column("name", no_wrap=True)
+    for header in ("protocol", "channels", "ranks", "banks", "request B", "capacity GiB", "tCK ns", "peak GB/s"):
+        table.add_column(header)
     for name in preset_names():
         s = load_spec(name)
         peak = s.channels * s.request_size_bytes / (s.burst_cycle * s.tCK_ns)
         table.add_row(name, s.protocol, str(s.channels), str(s.ranks), str(s.banks), str(s.request_size_bytes),
                       f"{s.capacity_bytes / 2**30:g}", f"{s.tCK_ns:g}", f"{peak:.1f}")  # fmt: skip
-    console.print(table)
+    _console().print(table)
 
 
 @app.command("check")
@@ -93,6 +98,7 @@ def check(
     TraceFrontend(system, tr).run(cycles)
     commands = system.issued_commands()
     violations = check_commands(system.spec, commands, cycles)
+    console = _console()
     for v in violations[:20]:
         console.print(f"[red]violation[/] {v}", highlight=False)
     console.print(f"{len(commands):,} commands checked against {system.spec.name}: {len(violations)} violations")
