@@ -4,10 +4,11 @@ Defaults protect a laptop run without getting in its way: SIGTERM saves and exit
 waits generously, NaNs skip the batch, no faults are injected.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zaya_config.checks import non_negative, one_of, positive
-from zaya_config.errors import invalid
+from zaya_config.errors import ZayaConfigError, invalid
 
 FAULT_KINDS = ("crash", "nan", "hang", "sigterm", "sigkill", "corrupt_checkpoint")
 ANOMALY_POLICIES = ("skip", "rollback", "raise")
@@ -131,9 +132,8 @@ class FaultsConfig:
             _prefixed(f"injections[{i}]", spec.validate)
 
 
-def _prefixed(prefix: str, check) -> None:
-    from zaya_config.errors import ZayaConfigError
-
+def _prefixed(prefix: str, check: Callable[[], None]) -> None:
+    """Run a nested validate(), adding `prefix.` to the key its error names."""
     try:
         check()
     except ZayaConfigError as err:

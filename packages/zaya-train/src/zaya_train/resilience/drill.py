@@ -100,7 +100,7 @@ def build_drill_trainer(args: argparse.Namespace) -> Any:
     from zaya_model import ZayaConfig
 
     from zaya_train.build import create_trainer
-    from zaya_train.config import CheckpointConfig, DataConfig, EvalConfig, SourceConfig, TrainConfig
+    from zaya_train.config import CheckpointConfig, DataConfig, EvalConfig, OptimizerConfig, SourceConfig, TrainConfig
     from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
     from zaya_train.resilience.config import (
         AnomalyConfig,
@@ -128,7 +128,7 @@ def build_drill_trainer(args: argparse.Namespace) -> Any:
         micro_batch_size=2,
         max_steps=args.steps,
         device="cpu",
-        optimizer=_optimizer(args.optimizer),
+        optimizer=OptimizerConfig(name=args.optimizer),
         data=DataConfig(sources=sources, val_fraction=0.2),
         checkpoint=CheckpointConfig(every_steps=args.every, keep_last=2, async_save=args.async_save),
         eval=EvalConfig(every_steps=args.eval_every, sequences=4, sample_tokens=0),
@@ -153,12 +153,6 @@ def build_drill_trainer(args: argparse.Namespace) -> Any:
     trainer = create_trainer(model_cfg, train, recipe, Path(args.run_dir), cache_dir=Path(args.cache_dir))
     trainer.show_progress = False
     return trainer
-
-
-def _optimizer(name: str) -> Any:
-    from zaya_train.config import OptimizerConfig
-
-    return OptimizerConfig(name=name)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
