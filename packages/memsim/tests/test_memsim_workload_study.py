@@ -123,3 +123,11 @@ def test_run_memstudy_writes_json_csv_plots_and_a_sweep_summary(tmp_path):
 def test_bad_study_configs_name_the_key(node, message):
     with pytest.raises(ZayaConfigError, match=message):
         validate_node("memstudy", node, MemstudyConfig)
+
+
+def test_reads_only_streams_leave_out_the_writes_and_an_empty_sweep_writes_nothing(tmp_path):
+    spec = load_spec("hbm2_8gb_x128")
+    m = simulate_step(spec, shape(), 300_000, sample_bytes=1 << 15, window_bytes=8192, include_writes=False)
+    assert set(m["stream_write_bytes"].values()) == {0}
+    assert m["stream_bytes"] == sum(m["stream_read_bytes"].values())
+    assert summarize_sweep(tmp_path) == [] and not list(tmp_path.iterdir())
