@@ -8,8 +8,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memsim import MemorySystem, MemsimError
+from memsim.presets import preset_sections
+from memsim.spec import spec_from_sections
 
-CONFIGS = ["ddr4_8gb_x8_3200", "hbm2_8gb_x128", "lpddr4_8gb_x16_2400"]
+
+def _variant(name: str, **system: str):
+    sections = preset_sections(name)
+    return spec_from_sections({**sections, "system": {**sections["system"], **system}}, name=name)
+
+
+CONFIGS = {
+    "ddr4": "ddr4_8gb_x8_3200",
+    "hbm2": "hbm2_8gb_x128",
+    "lpddr4": "lpddr4_8gb_x16_2400",
+    "ddr4-close-page-per-rank": _variant("ddr4_8gb_x8_3200", row_buf_policy="CLOSE_PAGE", queue_structure="PER_RANK"),
+}
 ops = st.lists(
     st.tuples(st.booleans(), st.integers(0, 11), st.integers(0, 255), st.integers(0, 40)), min_size=1, max_size=60
 )
@@ -21,10 +34,10 @@ def _line_addr(system: MemorySystem, slot: int) -> int:
     return rows[slot % len(rows)] * system.line_bytes * (1 + slot // len(rows))
 
 
-@pytest.mark.parametrize("config", CONFIGS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("config", list(CONFIGS.values()), ids=list(CONFIGS))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=ops)
-def test_reads_see_last_write_in_arrival_order(config: str, sequence) -> None:
+def test_reads_see_last_write_in_arrival_order(config, sequence) -> None:
     system = MemorySystem(config)
     model: dict[int, bytes] = {}
     expected: list[tuple[object, bytes]] = []
