@@ -27,3 +27,17 @@ def test_train_step_benchmark_smoke(tmp_path):
     assert {r["optimizer"] for r in rows} == {"adamw", "muon"}
     assert all(r["tokens_per_s"] > 0 and r["optimizer_step_ms"] > 0 for r in rows)
     assert (tmp_path / "throughput.png").stat().st_size > 1000 and "muon" in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_dp_scaling_benchmark_smoke_on_two_cpu_processes(tmp_path):
+    script = SCRIPT.with_name("dp_scaling.py")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in sorted(PACKAGES.glob("*/src"))))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
+           "--smoke", "--out", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads((tmp_path / "scaling.json").read_text())
+    assert [r["strategy"] for r in rows] == ["ddp", "ddp+zero1", "fsdp"]
+    assert all(r["world_size"] == 2 and r["tokens_per_s"] > 0 for r in rows)

@@ -3,12 +3,15 @@
 import datetime
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
 
-from zaya_train.config import DistributedConfig
 from zaya_train.errors import ZayaTrainError
+
+if TYPE_CHECKING:  # the config layer (hydra) stays out of torch-only imports (GPU benchmarks)
+    from zaya_train.config import DistributedConfig
 
 
 @dataclass
@@ -56,7 +59,7 @@ def _device(requested: str, local_rank: int) -> torch.device:
     return torch.device("cuda", local_rank)
 
 
-def init_distributed(cfg: DistributedConfig, device: str = "auto") -> DistributedContext:
+def init_distributed(cfg: "DistributedConfig", device: str = "auto") -> DistributedContext:
     """Join the process group torchrun describes (RANK, WORLD_SIZE, MASTER_ADDR...) or run alone."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
