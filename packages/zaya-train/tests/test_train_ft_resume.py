@@ -113,6 +113,20 @@ def test_sigterm_saves_exits_cleanly_and_resumes_exactly(tmp_path: Path, cache: 
     assert _final(run_dir)["state_hash"] == reference["state_hash"]
 
 
+def test_corrupt_latest_checkpoint_is_skipped_on_resume(tmp_path: Path, cache: Path, reference: dict) -> None:
+    run_dir = tmp_path / "run"
+    killed = _run(run_dir, cache, "--fault", "corrupt_checkpoint:6", "--fault", "sigkill:7")
+    assert killed.returncode == -signal.SIGKILL
+    (corrupted,) = read_events(run_dir, "checkpoint_corrupted")
+    resumed = _run(run_dir, cache)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"skipping checkpoint {run_dir / 'checkpoints' / 'step_00000006'}" in resumed.stderr
+    assert Path(corrupted["file"]).name in resumed.stderr  # the warning names the bad file
+    (restart,) = read_events(run_dir, "restart")
+    assert restart["step"] == 4  # the previous valid checkpoint
+    assert _final(run_dir)["state_hash"] == reference["state_hash"]
+
+
 def test_nan_rollback_skips_the_data_window(tmp_path: Path, cache: Path, reference: dict) -> None:
     run_dir = tmp_path / "run"
     result = _run(run_dir, cache, "--anomaly-policy", "rollback", "--fault", "nan:7")
