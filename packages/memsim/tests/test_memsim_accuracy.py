@@ -17,6 +17,17 @@ def _rel(a: float, b: float) -> float:
     return abs(a - b) / max(abs(b), 1e-12)
 
 
+def _differences(ours: object, ref: object, path: str = "") -> list[tuple[str, object, object]]:
+    """Every leaf where the two JSON documents differ (floats to 1e-9 relative)."""
+    if isinstance(ref, dict):
+        if not isinstance(ours, dict) or ours.keys() != ref.keys():
+            return [(path, "keys", set(ours) ^ set(ref) if isinstance(ours, dict) else ours)]
+        return [d for k in ref for d in _differences(ours[k], ref[k], f"{path}.{k}")]
+    if isinstance(ref, float) or isinstance(ours, float):
+        return [] if ours == pytest.approx(ref, rel=1e-9, abs=1e-6) else [(path, ours, ref)]
+    return [] if ours == ref else [(path, ours, ref)]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not RUNS, reason=f"DRAMSim3 reference data not found at {REFERENCE}")
 @pytest.mark.parametrize("run", RUNS, ids=[r["stats"].split("/")[1] for r in RUNS])
@@ -37,6 +48,8 @@ def test_matches_dramsim3(run: dict) -> None:
             assert ours[ch][key] == pytest.approx(ref[ch][key], rel=1e-9, abs=1e-6), (ch, key)
         assert ours[ch]["read_latency"] == ref[ch]["read_latency"]
         assert set(ours[ch]) == set(ref[ch]), set(ours[ch]) ^ set(ref[ch])
+    # and the whole document: histograms, interarrivals, idle cycles, every energy term
+    assert _differences(ours, ref) == []
     total = lambda stats, key: sum(stats[ch][key] for ch in stats)  # noqa: E731
     for key in ("num_reads_done", "num_writes_done", "average_bandwidth", "num_read_row_hits", "num_act_cmds"):
         assert total(ours, key) == pytest.approx(total(ref, key), rel=0.03)
