@@ -60,7 +60,7 @@ def test_timing_spread_and_policy_presets():
     assert Timing(10.0, 9.0, 12.0, 5, 3).spread == pytest.approx(0.3)
     gpu = TimingPolicy.gpu()
     assert gpu.batches * gpu.batch_s >= 0.05  # >= 50 ms of timed work per point
-    assert TimingPolicy.from_iters(0, -1) == TimingPolicy(min_calls=1, warmup_calls=0)
+    assert TimingPolicy.from_iters(0, -1) == TimingPolicy(min_calls=1, batches=1, warmup_calls=0)
 
 
 def test_operand_rotation_spans_the_requested_bytes_with_distinct_random_sets():
@@ -111,3 +111,15 @@ def test_membw_with_a_policy_records_its_batches():
         ("triad", 2, 3, 0),
     ]
     assert graph_calls_for(4096) == 512 and graph_calls_for(128 << 20) == 8
+
+
+@pytest.mark.gpu
+def test_duration_policy_on_gpu_graphs_rotation_and_clock_state():
+    dev = torch.device("cuda")
+    policy = TimingPolicy(min_calls=1, batches=2, batch_s=2e-3, warmup_calls=1, warmup_s=1e-3)
+    warm = sustain_matmul(dev, 0.1, size=1024)
+    assert warm["calls"] > 1
+    rows = run_membw_sweep(["copy"], [1 << 16, 1 << 20], dev, 0, 0, graph_below_bytes=1 << 18, policy=policy)
+    assert [r.graph_calls for r in rows] == [graph_calls_for(1 << 16), 0] and all(r.bw_gbps > 0 for r in rows)
+    (r,) = run_gemm_sweep(square_shapes([512]), "bfloat16", dev, 0, 0, units=132, policy=policy, rotate_bytes=64 << 20)
+    assert r.operand_sets > 1 and r.tflops > 1.0 and r.batches == 2

@@ -200,7 +200,7 @@ def run_gemm_sweep(
 ) -> list[GemmResult]:
     """Time every shape; TFLOP/s and the quantization model's efficiency beside each.
 
-    `policy` (default: `iters` calls a batch after `warmup` calls, median of 3 batches) and `rotate_bytes`
+    `policy` (default: one span of `iters` calls after `warmup` calls) and `rotate_bytes`
     (operand sets rotated until they span this many bytes; 0 = one set) set how each shape is timed.
     """
     torch_dtype = getattr(torch, dtype)

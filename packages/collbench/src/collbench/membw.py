@@ -73,7 +73,7 @@ def time_kernel(
     and the calls per graph (0 when launched one by one).
 
     With a duration-based policy the graph holds `graph_calls_for(size)` calls and is replayed until a batch
-    lasts `batch_s`; with a count-based one it holds `min_calls` calls and each batch is one replay.
+    lasts `batch_s`; with a count-based one it holds `min_calls` calls and each batch is one replay (at least 3 batches).
     """
     if device.type == "cuda" and size_bytes < graph_below_bytes:
         for _ in range(max(1, policy.warmup_calls)):
@@ -81,7 +81,8 @@ def time_kernel(
         if policy.batch_s > 0:
             calls, replay_policy = graph_calls_for(size_bytes), policy
         else:
-            calls, replay_policy = policy.min_calls, replace(policy, min_calls=1, warmup_calls=0)
+            calls = policy.min_calls
+            replay_policy = replace(policy, min_calls=1, warmup_calls=0, batches=max(3, policy.batches))
         replay = capture_graph(fn, calls, device)
         return measure_us(replay, device, replay_policy, calls_per_fn=calls), calls
     return measure_us(fn, device, policy), 0
@@ -101,8 +102,8 @@ def run_membw_sweep(
 ) -> list[MembwResult]:
     """Time each kernel at each buffer size; GB/s = bytes moved / time (1e9 B/s).
 
-    Without a `policy`, each point is `iters` calls a batch (x up to 64 for small buffers) after `warmup`
-    calls, median of 3 batches.
+    Without a `policy`, each point is one span of `iters` calls (x up to 64 for small buffers) after
+    `warmup` calls.
     """
     torch_dtype = getattr(torch, dtype)
     gen = torch.Generator(device=device).manual_seed(0)

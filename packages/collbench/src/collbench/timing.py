@@ -70,8 +70,8 @@ class TimingPolicy:
 
     @classmethod
     def from_iters(cls, iters: int, warmup: int) -> "TimingPolicy":
-        """The old `iters`/`warmup` knobs: `iters` calls per batch, median of 3 batches."""
-        return cls(min_calls=max(1, iters), warmup_calls=max(0, warmup))
+        """The `iters`/`warmup` knobs of the Hydra configs: one span of `iters` calls after `warmup` calls."""
+        return cls(min_calls=max(1, iters), batches=1, warmup_calls=max(0, warmup))
 
     @classmethod
     def gpu(cls, batch_ms: float = 20.0, batches: int = 5, warmup_ms: float = 25.0) -> "TimingPolicy":
@@ -136,16 +136,6 @@ def capture_graph(fn: Callable[[], object], calls: int, device: torch.device) ->
     graph.replay()
     sync(device)
     return graph.replay
-
-
-def time_graph_per_call_us(
-    fn: Callable[[], object], calls: int, warmup: int, device: torch.device, replays: int = 3
-) -> float:
-    """Median microseconds per call with `calls` calls in one CUDA graph, over `replays` timed replays."""
-    for _ in range(max(1, warmup)):
-        fn()
-    replay = capture_graph(fn, calls, device)
-    return measure_us(replay, device, TimingPolicy(min_calls=1, batches=replays, warmup_calls=0), calls).median_us
 
 
 def sync(device: torch.device) -> None:
