@@ -419,6 +419,7 @@ class Trainer:
 
     def close(self) -> None:
         """Finish pending saves and close files (the process group belongs to the caller)."""
+        self.resilience.close()
         if self.checkpoints is not None:
             self.checkpoints.close()
         self.metrics.close()

@@ -106,10 +106,19 @@ class ResilienceRuntime:
 
     def finish(self, reason: str = "completed") -> None:
         """Training ended cleanly: stop the watchdog, restore signal handlers, mark the attempt done."""
-        self.watchdog.stop()
+        self.close()
         self.crash_loop.finish(reason)
         if self.rank == 0 and reason == "completed":
             self.events.emit("completed")
+
+    def close(self) -> None:
+        """Stop the watchdog and restore signal handlers without marking the attempt done (idempotent).
+
+        A run that ended by an exception must not leave a watchdog that later kills the process
+        (a notebook, a test worker) or a SIGTERM handler that swallows the next SIGTERM.
+        """
+        self.watchdog.stop()
+        self.preemption.uninstall()
 
     def state_dict(self) -> dict[str, Any]:
         """What must survive a restart for identical decisions (the anomaly window and counters)."""

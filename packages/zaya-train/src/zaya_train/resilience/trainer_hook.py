@@ -95,6 +95,10 @@ class ResilienceHook:
         """A completed run: stop the watchdog, close the attempt record."""
         self.runtime.finish("completed")
 
+    def close(self) -> None:
+        """Called by `Trainer.close()`: no watchdog or signal handler outlives the trainer."""
+        self.runtime.close()
+
     # ------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         """Part of the Trainer's train state (the anomaly window and counters)."""
