@@ -23,6 +23,7 @@ from memsim.transaction import Transaction
 
 FOREVER = 1 << 62
 REF, REFB, PRE = Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.PRECHARGE
+PLAIN_COLUMN = frozenset((Cmd.READ, Cmd.WRITE))  # leave every bank's open/closed state as it was
 
 
 class ChannelController:
@@ -58,6 +59,8 @@ class ChannelController:
         self.dual_issue_cycles: list[int] = []
         self.power_runs: list[tuple[int, tuple[bool, ...]]] = [(0, (True,) * spec.ranks)]
         self.on_complete: Callable[[Transaction], None] | None = None
+        self.dual_issue = spec.dual_command_issue
+        self.power_dirty = False  # a command opened or closed a bank since the last power note
         self.flushing = False  # MemorySystem.flush: drain the write buffer even below the threshold
         self.skip_idle = True  # False: tick every cycle, as DRAMSim3 does (used to test the event logic)
 
@@ -107,8 +110,8 @@ class ChannelController:
     # ---- the per-cycle step
     def tick(self, clk: int) -> None:
         """Simulate cycle `clk`, then set `next_wake`."""
-        for item in self.refresh.due(clk):
-            self.refresh_queue.append(item)
+        if clk >= self.refresh.next_due:
+            self.refresh_queue.extend(self.refresh.due(clk))
         issued = None
         if self.refresh_queue:
             issued = self._refresh_step(clk)
@@ -118,9 +121,10 @@ class ChannelController:
                 issued = found[0]
                 self._issue(found[0], found[1], clk)
         if issued is not None:
-            if self.spec.dual_command_issue:
+            if self.dual_issue:
                 self._second_command(issued, clk)
-            self._note_power(clk)
+            if self.power_dirty:
+                self._note_power(clk)
         if not self.skip_idle:
             self.cmdq.dirty = True
         moved = self._schedule_transaction()
@@ -177,6 +181,8 @@ class ChannelController:
     def _log_and_apply(self, cmd: int, rank: int, bank: int, row: int, column: int, clk: int, hit: bool) -> None:
         self.commands.append((clk, cmd, rank, bank, row, column, hit))
         self.state.issue(cmd, bank, row, rank, clk)
+        if cmd not in PLAIN_COLUMN:
+            self.power_dirty = True
         if cmd == REF:
             for b in range(rank * self.spec.banks, (rank + 1) * self.spec.banks):
                 self.cmdq.bank_changed(rank, b)
@@ -185,6 +191,7 @@ class ChannelController:
 
     def _note_power(self, clk: int) -> None:
         st = self.state
+        self.power_dirty = False
         idle = tuple(n == 0 for n in st.open_banks_in_rank)
         if idle != self.power_runs[-1][1]:
             self.power_runs.append((clk, idle))
