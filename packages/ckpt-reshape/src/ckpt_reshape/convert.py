@@ -9,6 +9,7 @@ twice the largest tensor, whatever the checkpoint's total size.
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections import deque
@@ -28,6 +29,7 @@ from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout
 from ckpt_reshape.splits import SplitTable
 from ckpt_reshape.train_manifest import read_train_manifest, write_train_manifest
+from ckpt_reshape.train_state import reshape_train_states, train_state_files
 from ckpt_reshape.zaya_names import default_split_table, key_map_for, resolve_model_config
 
 _HEX_PLACEHOLDER = "0" * 64
@@ -147,6 +149,9 @@ def convert(
         pieces = plan_layout(index, table, layout)  # raises before anything is written
         sidecar = _sidecar(to, index, layout, table, src)
         train_manifest = read_train_manifest(reader.path) if to == "dcp" and reader.format_name == "dcp" else None
+        train_states = {}
+        if train_manifest is not None:  # per-rank trainer state for the new world size, checked before writing
+            train_states = reshape_train_states(reader.path, train_manifest.get("world_size"), layout.world_size)
         with atomic_output(dst, force) as out:
             tmp = out
             if train_manifest is not None and reader.path != src and (src / "latest").is_file():
@@ -163,14 +168,26 @@ def convert(
                 writer.write_object(name, payload)
             written = _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress)
             if train_manifest is not None:
-                for rel, path in reader.extra_files().items():
-                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(path, tmp / rel)
+                _write_train_files(reader, tmp, train_states)
             writer.finish(sidecar)
             if train_manifest is not None:
                 write_train_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size)
     dropped += getattr(writer, "dropped", [])
     return ConvertResult(dst, to, layout, len(index.tensors), len(index.objects), written, dropped)
+
+
+def _write_train_files(reader: CheckpointReader, folder: Path, train_states: dict[str, bytes]) -> None:
+    """zaya-train's per-rank train state for the new world, plus any other file the trainer left there."""
+    old_states = {path.name for path in train_state_files(reader.path).values()}
+    for rel, path in reader.extra_files().items():
+        if rel not in old_states:
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, folder / rel)
+    for name, payload in train_states.items():
+        with open(folder / name, "wb") as stream:
+            stream.write(payload)
+            stream.flush()
+            os.fsync(stream.fileno())
 
 
 def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress) -> int:

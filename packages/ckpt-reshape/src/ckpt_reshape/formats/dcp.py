@@ -36,7 +36,9 @@ from ckpt_reshape.formats.base import (
     write_sidecar,
 )
 from ckpt_reshape.index import TensorMeta
+from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, placeholder, pwrite_from, save_skeleton
+from ckpt_reshape.train_manifest import read_train_manifest
 
 METADATA_NAME = ".metadata"
 
@@ -82,8 +84,15 @@ class DcpReader(CheckpointReader):
                 )
             self._chunks[name] = chunks
         self.sidecar = read_sidecar(self.path)
-        self.index.layout = layout_from_sidecar(self.sidecar)
+        self.index.layout = layout_from_sidecar(self.sidecar) or self._train_layout()
         self.index.hf_config = (self.sidecar or {}).get("hf_config")
+
+    def _train_layout(self) -> ParallelLayout | None:
+        """A zaya-train folder records its world size; it is data parallel, FSDP when tensors are sharded."""
+        manifest = read_train_manifest(self.path)
+        if manifest is None or not isinstance(manifest.get("world_size"), int) or manifest["world_size"] < 1:
+            return None
+        return ParallelLayout(dp=manifest["world_size"], fsdp=any(len(c) > 1 for c in self._chunks.values()))
 
     def _storage(self, name: str, key: MetadataIndex) -> _StorageInfo:
         info = self.metadata.storage_data.get(key)

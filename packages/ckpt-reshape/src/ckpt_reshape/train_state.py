@@ -1,0 +1,141 @@
+"""zaya-train's per-rank plain train state (`train-rank<NNNNN>.pkl`), carried to a new world size.
+
+zaya-train's sampler position is global: every rank draws the same global batch and reads its own rows, so
+`sampler.drawn` (windows taken per source) is the same integer dict on every rank and holds for any world
+size whose ranks split the global batch. The rest of the state (step, tokens, phase, loss history, anomaly
+window) is global too; only the RNG states are per rank. So a rank of the new world gets the state of the old
+rank with its number, or rank 0's when the world grew (what zaya-train itself falls back to), with
+`world_size` set to the new world. What cannot move is refused before anything is written: ZeRO-1 optimizer
+shards (kept in these files, partitioned by world size) and ranks whose sampler positions disagree.
+
+The files are unpickled by a restricted unpickler (plain containers, numpy arrays and dtypes, CPU tensors):
+a checkpoint is data, never code. ckpt-reshape does not import zaya-train; names follow
+`zaya_train.checkpoint.layout.train_state_name` and `zaya_train.trainer.Trainer.train_state`.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import pickle
+import re
+from pathlib import Path
+
+from ckpt_reshape.errors import ReshapeError
+
+_NAME_RE = re.compile(r"^train-rank(\d{5,})\.pkl$")
+_GLOBAL_KEYS = ("progress", "sampler", "recipe")  # must agree across ranks for the state to be re-split
+
+
+def train_state_name(rank: int) -> str:
+    """File name of one rank's train state, as zaya-train writes it."""
+    return f"train-rank{rank:05d}.pkl"
+
+
+def train_state_files(folder: Path) -> dict[int, Path]:
+    """Rank -> train-state file of a zaya-train step folder."""
+    found = {}
+    for path in Path(folder).iterdir():
+        match = _NAME_RE.match(path.name)
+        if match and path.is_file():
+            found[int(match.group(1))] = path
+    return found
+
+
+def _load_tensor_bytes(data: bytes):
+    import torch
+
+    return torch.load(io.BytesIO(data), weights_only=True)
+
+
+def _allowed() -> dict[tuple[str, str], object]:
+    import numpy as np
+    import torch
+
+    allowed: dict[tuple[str, str], object] = {
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("torch._utils", "_rebuild_tensor_v2"): torch._utils._rebuild_tensor_v2,
+        ("torch.storage", "_load_from_bytes"): _load_tensor_bytes,
+        ("numpy", "dtype"): np.dtype,
+        ("numpy", "ndarray"): np.ndarray,
+        ("builtins", "set"): set,
+        ("builtins", "frozenset"): frozenset,
+        ("builtins", "complex"): complex,
+    }
+    for core in ("numpy.core", "numpy._core"):
+        allowed[(f"{core}.multiarray", "_reconstruct")] = np._core.multiarray._reconstruct
+        allowed[(f"{core}.multiarray", "scalar")] = np._core.multiarray.scalar
+        allowed[(f"{core}.numeric", "_frombuffer")] = np._core.numeric._frombuffer
+    for name in ("float64", "float32", "int64", "int32", "uint32", "uint8", "bool_"):
+        allowed[("numpy", name)] = getattr(np, name)
+    return allowed
+
+
+class _TrainStateUnpickler(pickle.Unpickler):
+    def __init__(self, stream, path: Path) -> None:
+        super().__init__(stream)
+        self.path = path
+        self.allowed = _allowed()
+
+    def find_class(self, module: str, name: str):
+        try:
+            return self.allowed[(module, name)]
+        except KeyError:
+            raise ReshapeError(
+                f"{self.path}: train state references {module}.{name}, which ckpt-reshape does not load (it "
+                "unpickles containers, numpy arrays and tensors only); reshape with the same world size, which "
+                "copies these files unchanged"
+            ) from None
+
+
+def load_train_state(path: Path) -> dict:
+    """One rank's train state, through the restricted unpickler."""
+    try:
+        state = _TrainStateUnpickler(io.BytesIO(Path(path).read_bytes()), Path(path)).load()
+    except ReshapeError:
+        raise
+    except Exception as err:
+        raise ReshapeError(f"{path}: train state does not unpickle ({err}); truncated or corrupt") from err
+    if not isinstance(state, dict):
+        raise ReshapeError(f"{path}: train state is a {type(state).__name__}, expected zaya-train's dict")
+    return state
+
+
+def reshape_train_states(folder: Path, old_world: int | None, new_world: int) -> dict[str, bytes]:
+    """File name -> bytes of the train state of every rank of `new_world` (raises before anything is written).
+
+    The same world size gets the files byte for byte; another one gets re-pickled states (module docstring).
+    """
+    files = train_state_files(folder)
+    if not files:
+        return {}
+    old_world = old_world or max(files) + 1
+    missing = [train_state_name(r) for r in range(old_world) if r not in files]
+    if missing:
+        raise ReshapeError(
+            f"{folder}: train state of {len(missing)} of {old_world} ranks is missing ({', '.join(missing[:3])}); "
+            "copy the whole step folder"
+        )
+    if new_world == old_world:
+        return {train_state_name(r): files[r].read_bytes() for r in range(old_world)}
+    states = [load_train_state(files[r]) for r in range(old_world)]
+    for rank, state in enumerate(states):
+        if state.get("zero1_optim") is not None:
+            raise ReshapeError(
+                f"{files[rank]}: holds a ZeRO-1 optimizer shard, which is partitioned for {old_world} ranks and "
+                f"cannot be re-split for {new_world}; resume this run on {old_world} ranks, or convert with "
+                "--model-only and start a fresh optimizer"
+            )
+        for key in _GLOBAL_KEYS:
+            if state.get(key) != states[0].get(key):
+                raise ReshapeError(
+                    f"{files[rank]}: `{key}` differs from rank 0's ({files[0].name}); zaya-train keeps it global, "
+                    f"so a checkpoint where ranks disagree cannot be re-split for {new_world} ranks"
+                )
+    out = {}
+    for rank in range(new_world):
+        state = dict(states[rank] if rank < old_world else states[0])
+        if "world_size" in state:
+            state["world_size"] = new_world
+        out[train_state_name(rank)] = pickle.dumps(state, protocol=5)
+    return out

@@ -1,0 +1,128 @@
+"""One of three processes of test_ckpt_reshape_train_resume.py: a real zaya-train run (zaya1-tiny, FSDP2,
+gloo) on 2 ranks, reshaped by `zaya ckpt convert`, resumed on 3 ranks.
+
+The test sets torchrun's variables (RANK, MASTER_ADDR) by hand and this script forms two real process
+groups one after the other, so each process imports torch once instead of once per world size:
+1. ranks 0 and 1 (world 2, port A) train 5 steps; after step 3 rank 0 copies the committed checkpoint
+   root (a zaya-train root of step 3) and training goes on, which gives the reference losses of steps 4-5;
+   rank 2 meanwhile waits in the second group's rendezvous;
+2. rank 0 runs the `zaya ckpt convert` command (ckpt_reshape's typer app) on the copy to dp=3 with FSDP;
+3. all three (world 3, port B) resume from the converted root and train to step 5.
+Rank 0 writes --out: per phase the step it started from, the full weights then, and every step's loss.
+"""
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+from zaya_model import ZayaConfig
+from zaya_train.build import create_trainer
+from zaya_train.config import CheckpointConfig, DataConfig, DistributedConfig, EvalConfig, SourceConfig, TrainConfig
+from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
+
+STEPS, SNAPSHOT_AT, NEW_LAYOUT = 5, 3, "dp=3,fsdp=1"
+
+
+class Recorder:
+    """Trainer hook: the weights at the first step this process runs, each step's loss, the snapshot copy."""
+
+    def __init__(self, snapshot_dir: Path | None) -> None:
+        self.snapshot_dir = snapshot_dir
+        self.start_step: int | None = None
+        self.start_weights: dict[str, torch.Tensor] = {}
+        self.losses: dict[int, float] = {}
+
+    def before_step(self, trainer) -> None:
+        if self.start_step is None:  # every rank takes part: gathering FSDP2 shards is a collective
+            self.start_step = trainer.progress.step
+            full = get_model_state_dict(trainer.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+            self.start_weights = {k: v.detach().clone() for k, v in full.items()}
+
+    def after_step(self, trainer, metrics) -> None:
+        self.losses[trainer.progress.step] = metrics["loss"]
+        if trainer.progress.step == SNAPSHOT_AT and self.snapshot_dir is not None and trainer.ctx.is_rank0:
+            shutil.copytree(trainer.checkpoints.root, self.snapshot_dir)  # this step's save is committed
+
+
+def train(run_dir: Path, cache: Path, world: int, port: str, snapshot_dir: Path | None) -> dict:
+    """Join a `world`-rank group, train (resuming from run_dir's checkpoints if any) to STEPS, leave the group."""
+    os.environ.update(WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world), MASTER_PORT=port)
+    sources = {
+        "json": SourceConfig(path="stdlib", glob="json/*.py", exclude=[]),
+        "email": SourceConfig(path="stdlib", glob="email/*.py", exclude=[]),
+    }
+    cfg = TrainConfig(
+        global_batch_size=6,  # splits over 2 and over 3 ranks: the same global batch on either world
+        micro_batch_size=1,
+        max_steps=STEPS,
+        plots=False,
+        cpu_threads=1,
+        data=DataConfig(sources=sources, val_fraction=0.2),
+        distributed=DistributedConfig(strategy="fsdp", timeout_s=300),
+        checkpoint=CheckpointConfig(enabled=True, every_steps=SNAPSHOT_AT, keep_last=3),
+        eval=EvalConfig(every_steps=1000, sequences=1, sample_tokens=0),
+    )
+    phase = PhaseConfig(
+        name="p0",
+        tokens=10**6,
+        seq_len=32,
+        mixture={"json": 1.0, "email": 1.0},
+        schedule=ScheduleConfig(peak_lr=1e-2, warmup_fraction=0.0),
+    )
+    trainer = create_trainer(
+        ZayaConfig.from_preset("zaya1-tiny"), cfg, RecipeConfig(phases=[phase]), run_dir, cache_dir=cache
+    )
+    trainer.show_progress = False
+    recorder = Recorder(snapshot_dir)
+    trainer.hooks.append(recorder)
+    summary = trainer.run()
+    trainer.close()
+    trainer.ctx.close()
+    return {
+        "world_size": world,
+        "start_step": recorder.start_step,
+        "start_weights": recorder.start_weights,
+        "losses": recorder.losses,
+        "final_step": summary["steps"],
+    }
+
+
+def convert_snapshot(snapshot: Path, dst: Path) -> str:
+    """`zaya ckpt convert SNAPSHOT DST --to dcp --layout dp=3,fsdp=1`, through the command's own typer app."""
+    from ckpt_reshape.cli import app
+    from typer.testing import CliRunner
+
+    done = CliRunner().invoke(
+        app, ["convert", str(snapshot), str(dst), "--to", "dcp", "--layout", NEW_LAYOUT, "--quiet"]
+    )
+    if done.exit_code != 0:
+        raise SystemExit(f"zaya ckpt convert failed ({done.exit_code}): {done.output}")
+    return done.output
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--ports", required=True, help="two free ports: the 2-rank group's and the 3-rank group's")
+    args = parser.parse_args()
+    rank, (port_a, port_b) = int(os.environ["RANK"]), args.ports.split(",")
+    cache, snapshot = args.work / "cache", args.work / "snapshot"
+    result: dict = {}
+    if rank < 2:
+        result["before"] = train(args.work / "run2", cache, 2, port_a, snapshot)
+        if rank == 0:
+            (args.work / "run3").mkdir()
+            result["convert_output"] = convert_snapshot(snapshot, args.work / "run3" / "checkpoints")
+    result["after"] = train(args.work / "run3", cache, 3, port_b, None)
+    if rank == 0:
+        torch.save(result, args.work / "result.pt")
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

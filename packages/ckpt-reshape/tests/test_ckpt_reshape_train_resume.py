@@ -1,0 +1,89 @@
+"""A zaya-train checkpoint reshaped to another world size resumes training: 2 FSDP2 ranks train, `zaya ckpt
+convert --layout dp=3,fsdp=1` reshapes their step-3 checkpoint, 3 ranks resume from it with the source's
+logical weights and continue with the losses the 2-rank run had (same data, same optimizer state)."""
+
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from ckpt_reshape.formats import open_checkpoint
+from ckpt_reshape.train_state import load_train_state
+from ckpt_reshape.verify import compare, verify
+
+pytest.importorskip("zaya_train")
+WORKER = Path(__file__).with_name("ckpt_reshape_train_worker.py")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _launch(work: Path, world: int, timeout_s: float = 300) -> None:
+    """Start `world` ranks with torchrun's variables; fail fast (killing the rest) if any rank fails."""
+    ports = f"{_free_port()},{_free_port()}"
+    procs = []
+    for rank in range(world):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1")
+        log = open(work / f"rank{rank}.log", "w")  # noqa: SIM115  (closed below)
+        cmd = [sys.executable, str(WORKER), "--work", str(work), "--ports", ports]
+        procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    deadline = time.monotonic() + timeout_s
+    try:
+        while any(p.poll() is None for p, _ in procs):
+            failed = [rank for rank, (p, _) in enumerate(procs) if p.poll() not in (None, 0)]
+            assert not failed and time.monotonic() < deadline, (work / f"rank{(failed or [0])[0]}.log").read_text()[
+                -4000:
+            ]
+            time.sleep(0.2)
+    finally:
+        for p, log in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            log.close()
+    assert all(p.returncode == 0 for p, _ in procs), (work / "rank0.log").read_text()[-4000:]
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_zaya_train_checkpoint_resumes_on_another_world_size(tmp_path: Path):
+    _launch(tmp_path, 3)
+    result = torch.load(tmp_path / "result.pt", weights_only=False)
+    before, after = result["before"], result["after"]
+    assert "layout dp=3,tp=1,pp=1,ep=1,fsdp=1" in result["convert_output"]
+    src, dst = tmp_path / "snapshot", tmp_path / "run3" / "checkpoints"
+
+    # the reshaped root: 3 rank files, a train state per new rank, zaya-train's manifest for 3 ranks
+    step3 = dst / "step_00000003"
+    assert sorted(p.name for p in step3.glob("__*_0.distcp")) == [f"__{r}_0.distcp" for r in range(3)]
+    states = [load_train_state(step3 / f"train-rank{r:05d}.pkl") for r in range(3)]
+    source_states = [load_train_state(src / "step_00000003" / f"train-rank{r:05d}.pkl") for r in range(2)]
+    assert [s["world_size"] for s in states] == [3, 3, 3]
+    assert all(s["sampler"] == source_states[0]["sampler"] and s["progress"]["step"] == 3 for s in states)
+    assert torch.equal(states[1]["rng"]["torch"], source_states[1]["rng"]["torch"])  # old ranks keep their own
+    assert compare(src, step3).ok  # logically equal to the source, bit for bit
+    report = verify(step3)  # zaya-train's manifest (.metadata, 3 shards, 3 train states, sidecar) and checksums
+    assert report.ok and report.checked_files == 8
+
+    # resumed at step 3 with the source's logical weights, bit for bit
+    assert after["world_size"] == 3 and after["start_step"] == 3
+    with open_checkpoint(src) as reader:
+        model = {n[len("model.") :] for n in reader.index.tensors if n.startswith("model.")}
+        assert set(after["start_weights"]) == model
+        for name, tensor in after["start_weights"].items():
+            assert torch.equal(tensor, reader.read_tensor("model." + name)), name
+
+    # training continues: steps 4 and 5 run, with the losses of the 2-rank run (same batches, same moments)
+    assert after["final_step"] == 5 and sorted(after["losses"]) == [4, 5]
+    assert all(math.isfinite(loss) for loss in after["losses"].values())
+    for step in (4, 5):
+        assert after["losses"][step] == pytest.approx(before["losses"][step], rel=1e-4, abs=1e-5)
+    assert (dst / "step_00000005" / "train-rank00002.pkl").is_file()  # and it checkpoints on 3 ranks
