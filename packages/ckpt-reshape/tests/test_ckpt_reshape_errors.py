@@ -104,3 +104,45 @@ def test_impossible_layout_writes_nothing(tmp_path: Path, src_dcp: Path, snapsho
     assert not (tmp_path / "bad.dcp").exists()
     assert snapshot(src_dcp) == before
     _no_leftovers(tmp_path)
+
+
+def _train_root(tmp_path: Path, write_dcp, model: dict, states: list[dict]) -> Path:
+    """A zaya-train checkpoint root: a DCP step folder, per-rank train states, the manifest, `latest`."""
+    import pickle
+
+    from ckpt_reshape.train_manifest import write_train_manifest
+
+    root = tmp_path / "checkpoints"
+    step = write_dcp({"model": model}, root / "step_00000001")
+    for rank, state in enumerate(states):
+        (step / f"train-rank{rank:05d}.pkl").write_bytes(pickle.dumps(state, protocol=5))
+    write_train_manifest(step, 1, len(states))
+    (root / "latest").write_text("step_00000001\n")
+    return root
+
+
+def test_train_state_that_cannot_be_resplit_is_refused(tmp_path: Path, write_dcp, snapshot, src_state):
+    sampler = {"drawn": {"a": 4}, "seq_len": 8, "seed": 0, "phase": 0}
+    common = {"progress": {"step": 1}, "sampler": sampler, "recipe": "r", "world_size": 2}
+    zero1 = _train_root(
+        tmp_path / "z", write_dcp, src_state["model"], [{**common, "zero1_optim": {"state": {}}}, dict(common)]
+    )
+    before = snapshot(zero1)
+    with pytest.raises(
+        ReshapeError, match=r"train-rank00000\.pkl: holds a ZeRO-1 optimizer shard.*resume this run on 2"
+    ):
+        convert(zero1, tmp_path / "z3", "dcp", ParallelLayout(dp=3, fsdp=True))
+    assert not (tmp_path / "z3").exists() and snapshot(zero1) == before
+    convert(zero1, tmp_path / "z2", "dcp", ParallelLayout(dp=2, fsdp=True))  # same world: copied byte for byte
+    assert (tmp_path / "z2" / "step_00000001" / "train-rank00000.pkl").read_bytes() == (
+        zero1 / "step_00000001" / "train-rank00000.pkl"
+    ).read_bytes()
+    apart = _train_root(
+        tmp_path / "d", write_dcp, src_state["model"], [common, {**common, "sampler": {**sampler, "drawn": {"a": 5}}}]
+    )
+    with pytest.raises(ReshapeError, match=r"train-rank00001\.pkl: `sampler` differs from rank 0's"):
+        convert(apart, tmp_path / "d1", "dcp", ParallelLayout())
+    evil = _train_root(tmp_path / "e", write_dcp, src_state["model"], [{**common, "x": ParallelLayout()}, common])
+    with pytest.raises(ReshapeError, match=r"references ckpt_reshape\.layout\.ParallelLayout"):
+        convert(evil, tmp_path / "e1", "dcp", ParallelLayout())
+    _no_leftovers(tmp_path)
