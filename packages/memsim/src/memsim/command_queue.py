@@ -56,6 +56,8 @@ class CommandQueues:
     def next_command(self, clk: int, take: bool = True) -> tuple[int, QueuedCommand] | None:
         """Round-robin scan; a picked column command leaves its queue unless `take` is False."""
         n, queues, bound = self.n_queues, self.queues, self.bound
+        if min(bound) > clk:
+            return None  # no queue can issue yet (every bound is a valid lower bound)
         skip = self.refresh_queues if self.in_refresh else ()
         idx = self.queue_idx
         first_ready = self.scheduler.first_ready
