@@ -28,6 +28,7 @@ from zaya_train.distributed import DistributedContext, parallelize, set_gradient
 from zaya_train.metrics import MetricsWriter, mfu, plot_run
 from zaya_train.optim import build_optimizer, learning_rate
 from zaya_train.recipe import RecipeConfig
+from zaya_train.sample import generate_text
 from zaya_train.train_state import TrainProgress, rng_state, set_rng_state
 
 log = logging.getLogger("zaya_train")
@@ -399,19 +400,16 @@ class Trainer:
             return None
         if self.ctx.strategy != "fsdp" and not self.ctx.is_rank0:
             return None  # unsharded weights: rank 0 alone can generate, with no collectives
-        tok = self.data.tokenizer
-        prompt = torch.as_tensor(tok.encode(self.cfg.eval.sample_prompt), dtype=torch.long, device=self.ctx.device)
-        self.model.eval()
-        out = self.model.generate(
-            prompt[None],
-            max_new_tokens=n,
-            temperature=self.cfg.eval.sample_temperature,
-            top_p=self.cfg.eval.sample_top_p,
-            # seeded: the same text on every rank (FSDP ranks generate together) and for every rerun
-            generator=torch.Generator(self.ctx.device).manual_seed(self.cfg.seed),
+        ev = self.cfg.eval
+        text = generate_text(
+            self.model,
+            self.data.tokenizer,
+            ev.sample_prompt,
+            n,
+            temperature=ev.sample_temperature,
+            top_p=ev.sample_top_p,
+            seed=self.cfg.seed,
         )
-        self.model.train()
-        text = self.cfg.eval.sample_prompt + tok.decode(out[0, prompt.numel() :].tolist())
         self.metrics.write(
             {"kind": "sample", "step": self.progress.step, "prompt": self.cfg.eval.sample_prompt, "text": text}
         )
