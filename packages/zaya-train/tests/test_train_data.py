@@ -10,6 +10,7 @@ from zaya_train.data import (
     list_documents,
     load_tokenizer,
     prepare_data,
+    train_bpe,
     write_shard,
 )
 from zaya_train.data.corpus import iter_texts, stdlib_root
@@ -149,3 +150,18 @@ def test_sampler_refuses_unknown_sources_and_too_long_windows(tmp_path):
     _, other_phase = _sampler(tmp_path)
     with pytest.raises(ZayaTrainError, match="sampler state is for phase"):
         MixtureSampler(data.train, {"a": 3.0, "b": 1.0}, 32, seed=7).load_state_dict(other_phase.state_dict())
+
+
+def test_a_prepared_shard_is_a_source_and_a_tokenizer_mismatch_is_refused(tmp_path):
+    folder = _write_docs(tmp_path / "txt", [f"text {i}\n" * 50 for i in range(20)])
+    docs = list_documents(SourceConfig(path=str(folder), glob="*.txt"))
+    shard = write_shard(docs, ByteTokenizer(), tmp_path / "ready.zarr", val_fraction=0.3, progress=False)
+    data = prepare_data(
+        DataConfig(sources={"ready": SourceConfig(path=str(shard))}), tmp_path / "cache", progress=False
+    )
+    assert data.shards["ready"] == shard and data.train["ready"].num_tokens == TokenShard(shard).num_tokens["train"]
+    bpe = train_bpe((d.read() for d in docs), 300, "<|endoftext|>", tmp_path / "tok.json")
+    other = DataConfig(sources={"ready": SourceConfig(path=str(shard))},
+                       tokenizer=TokenizerConfig(kind="file", path=str(bpe)))  # fmt: skip
+    with pytest.raises(ZayaTrainError, match="was tokenized with"):
+        prepare_data(other, tmp_path / "cache", progress=False)
