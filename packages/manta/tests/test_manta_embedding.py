@@ -58,3 +58,27 @@ def test_index_rejects_embeddings_of_another_catalog():
     catalog = load_catalog("example")
     with pytest.raises(MantaError, match="embeddings for a catalog of"):
         CatalogIndex(catalog, np.zeros((3, 4), dtype=np.float32))
+
+
+def test_bf16_prefiltered_search_is_exact_even_with_near_ties(toy_catalog, unit_rows):
+    """Clustered vectors put many scores within the bf16 error of the k-th; the result must still be exact."""
+    from manta.catalog import CatalogEntry
+    from manta.index import PREFILTER_MIN_ROWS
+
+    rng = np.random.default_rng(0)
+    rows = PREFILTER_MIN_ROWS + 500
+    base = CatalogEntry("b", "checkpoint", "f", "base")
+    adapters = tuple(CatalogEntry(f"a{i}", "lora", "f", "x", rank=4) for i in range(rows))
+    catalog = Catalog((base, *adapters), source="<clustered>")
+    centre = unit_rows(rng, 1, 32)
+    vectors = centre + 0.05 * rng.normal(size=(rows + 1, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    fast = CatalogIndex(catalog, vectors)
+    exact = CatalogIndex(catalog, vectors, bf16_prefilter=False)
+    assert "f" in fast._bf16 and "f" not in exact._bf16
+    queries = centre + 0.02 * rng.normal(size=(4, 32)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    got, want = fast.search_adapters(queries, 20, "f"), exact.search_adapters(queries, 20, "f")
+    assert np.allclose(got.scores_QK, want.scores_QK, atol=1e-6)
+    brute = np.sort(vectors[1:] @ queries.T, axis=0)[::-1][:20].T
+    assert np.allclose(got.scores_QK, brute, atol=1e-6)

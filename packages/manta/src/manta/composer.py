@@ -12,7 +12,7 @@ from manta.config import MantaConfig
 from manta.diversity import diverse_selections
 from manta.embedding import TextEmbedder, catalog_embeddings
 from manta.index import CatalogIndex
-from manta.limits import HardwareLimits, ResolvedLimits
+from manta.limits import HardwareLimits, ResolvedLimits, plan_cost
 from manta.plan import CompositionPlan, plan_from_selection
 from manta.retrieval import Retrieval, retrieve
 from manta.solver import CompositionProblem
@@ -35,22 +35,27 @@ class Composer:
     def catalog(self) -> Catalog:
         return self.index.catalog
 
-    def retrieve(self, prompt: str) -> Retrieval:
-        """Decompose, embed prompt and concepts in one batch, and fetch scored candidates."""
+    def retrieve(self, prompt: str, families: set[str] | None = None) -> Retrieval:
+        """Decompose, embed prompt and concepts in one batch, and fetch scored candidates (of `families`)."""
         prompt = check_prompt(prompt)
         concepts = self.decomposer.decompose(prompt)
         vectors = self.embedder.embed([prompt, *(c.text for c in concepts)])
-        return retrieve(self.index, prompt, concepts, vectors[0], vectors[1:], self.settings)
+        return retrieve(self.index, prompt, concepts, vectors[0], vectors[1:], self.settings, families)
+
+    def fitting_families(self, limits: ResolvedLimits) -> set[str] | None:
+        """Base families with a checkpoint that fits `limits` alone (None if none: the solver names the limit)."""
+        fits = {e.base_family for e in self.catalog.checkpoints if not plan_cost(e, [], limits).violations(limits)}
+        return fits or None
 
     def compose(
         self, prompt: str, limits: ResolvedLimits, batch: int | None = None, seed: int | None = None
     ) -> list[CompositionPlan]:
         """`batch` plans (default: settings.batch) for `prompt` that fit `limits`, as different as possible."""
-        tokens_before = self.decomposer.usage.total
-        found = self.retrieve(prompt)
-        tokens = self.decomposer.usage.total - tokens_before
         if limits.cost_budget is None and self.settings.cost_budget is not None:
             limits = limits.with_cost_budget(self.settings.cost_budget)
+        tokens_before = self.decomposer.usage.total
+        found = self.retrieve(prompt, self.fitting_families(limits))
+        tokens = self.decomposer.usage.total - tokens_before
         problem = CompositionProblem(
             self.index,
             found,

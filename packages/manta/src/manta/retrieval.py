@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from manta.concepts import Concept
 from manta.config import MantaConfig
 from manta.index import CatalogIndex
@@ -74,11 +75,14 @@ def retrieve(
     prompt_D: np.ndarray,
     concepts_CD: np.ndarray,
     settings: MantaConfig,
+    families: set[str] | None = None,
 ) -> Retrieval:
     """Candidates per concept for every base family, scored and filtered, plus the base scores."""
     candidates: list[Candidate] = []
     count = len(concepts)
     for family in index.families:
+        if families is not None and family not in families:
+            continue  # no checkpoint of this family fits the limits: its adapters could never be chosen
         hits = index.search_adapters(concepts_CD, settings.candidates_per_concept, family)
         k = hits.positions_QK.shape[1]
         if k == 0:
