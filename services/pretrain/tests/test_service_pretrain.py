@@ -54,6 +54,10 @@ def test_pretrain_trains_checkpoints_samples_and_leaves_the_run_dir(tmp_path):
         assert (run_dir / name).is_file(), name
     assert (run_dir / "checkpoints" / "step_00000028" / "manifest.json").is_file()
     assert "optimizer:" in (run_dir / "config.yaml").read_text()  # resolved, defaults filled in
+    # The same command on the same run dir resumes from the latest checkpoint: nothing left to train.
+    again = _run(tmp_path, f"hydra.run.dir={run_dir}", "train.eval.sample_tokens=0")
+    assert "resumed from step 28" in again.stdout + again.stderr
+    assert [r["step"] for r in _records(run_dir) if r["kind"] == "train"][-1] == 28
 
 
 @pytest.mark.slow
