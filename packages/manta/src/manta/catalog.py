@@ -177,13 +177,13 @@ class Catalog:
         self[entry_id]
         return self._by_id[entry_id]
 
-    @property
-    def checkpoints(self) -> list[CatalogEntry]:
-        return [e for e in self.entries if not e.is_adapter]
+    @cached_property
+    def checkpoints(self) -> tuple[CatalogEntry, ...]:
+        return tuple(e for e in self.entries if not e.is_adapter)
 
-    @property
-    def adapters(self) -> list[CatalogEntry]:
-        return [e for e in self.entries if e.is_adapter]
+    @cached_property
+    def adapters(self) -> tuple[CatalogEntry, ...]:
+        return tuple(e for e in self.entries if e.is_adapter)
 
     @cached_property
     def content_hash(self) -> str:

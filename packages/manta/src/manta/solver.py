@@ -84,6 +84,51 @@ class CompositionProblem:
         adapters = [index.entry(c.position) for c in self.candidates]
         B, J, C = len(bases), len(adapters), len(retrieval.concepts)
         self.shape = (B, J, C)
+        per_image = limits.image_latency_s(1.0)
+        usage = {
+            "vram": (
+                [b.vram_bytes / _GB for b in bases],
+                [a.vram_bytes / _GB for a in adapters],
+                limits.vram_budget_bytes / _GB,
+            ),
+            "latency": (
+                [per_image * b.step_latency_ms for b in bases],
+                [per_image * a.step_latency_ms for a in adapters],
+                limits.latency_budget_s,
+            ),
+        }
+        if limits.cost_budget is not None:
+            usage["cost"] = (
+                [b.price_per_image for b in bases],
+                [a.price_per_image for a in adapters],
+                limits.cost_budget,
+            )
+        self.base_scores = np.array([retrieval.base_scores[p] for p in self.bases])
+        self.scores = np.array([c.score - adapter_penalty for c in self.candidates])
+        self.coverage_bonus = coverage_bonus
+        self.adapters_per_concept = adapters_per_concept
+        # Dense arrays for the decomposed solve: R resources (VRAM GB, seconds per image, price).
+        families = {f: i for i, f in enumerate(sorted({e.base_family for e in bases}))}
+        self.base_family_B = np.array([families[e.base_family] for e in bases], dtype=np.int64)
+        self.family_J = np.array([families.get(a.base_family, -1) for a in adapters], dtype=np.int64)
+        self.concept_J = np.array([c.concept for c in self.candidates], dtype=np.int64)
+        self.position_J = np.array([c.position for c in self.candidates], dtype=np.int64)
+        names = list(usage)
+        self.usage_JR = np.array([[usage[n][1][j] for n in names] for j in range(J)]).reshape(J, len(names))
+        self.residual_BR = np.array([[usage[n][2] - usage[n][0][b] for n in names] for b in range(B)]).reshape(
+            B, len(names)
+        )
+        self._bases_entries, self._adapter_entries, self._usage = bases, adapters, usage
+        self._milp: tuple[LinearConstraint, np.ndarray] | None = None
+        self._compatible_BJ: np.ndarray | None = None
+
+    def _milp_model(self) -> tuple[LinearConstraint, np.ndarray]:
+        """The sparse constraint matrix, built on first use (most prompts never need the MILP)."""
+        if self._milp is not None:
+            return self._milp
+        bases, adapters, usage = self._bases_entries, self._adapter_entries, self._usage
+        limits, adapters_per_concept = self.limits, self.adapters_per_concept
+        B, J, C = self.shape
         rows, cols, vals, lo, hi = [], [], [], [], []
 
         def add_row(entries: list[tuple[int, float]], low: float, high: float) -> None:
@@ -114,25 +159,6 @@ class CompositionProblem:
             add_row([(B + j, 1.0) for j in js] + [(b, -big) for b in family_bases], -np.inf, 0.0)
         if J:
             add_row([(B + j, 1.0) for j in range(J)], -np.inf, limits.max_adapters)
-        per_image = limits.image_latency_s(1.0)
-        usage = {
-            "vram": (
-                [b.vram_bytes / _GB for b in bases],
-                [a.vram_bytes / _GB for a in adapters],
-                limits.vram_budget_bytes / _GB,
-            ),
-            "latency": (
-                [per_image * b.step_latency_ms for b in bases],
-                [per_image * a.step_latency_ms for a in adapters],
-                limits.latency_budget_s,
-            ),
-        }
-        if limits.cost_budget is not None:
-            usage["cost"] = (
-                [b.price_per_image for b in bases],
-                [a.price_per_image for a in adapters],
-                limits.cost_budget,
-            )
         for base_use, adapter_use, budget in usage.values():
             add_row(
                 [(b, u) for b, u in enumerate(base_use)] + [(B + j, u) for j, u in enumerate(adapter_use)],
@@ -142,23 +168,8 @@ class CompositionProblem:
         for c, js in by_concept.items():
             add_row([(B + J + c, 1.0)] + [(B + j, -1.0) for j in js], -np.inf, 0.0)
         matrix = coo_array((vals, (rows, cols)), shape=(len(lo), B + J + C)).tocsr()
-        self._constraint = LinearConstraint(matrix, np.array(lo), np.array(hi))
-        self._integrality = np.r_[np.ones(B + J), np.zeros(C)]
-        self.base_scores = np.array([retrieval.base_scores[p] for p in self.bases])
-        self.scores = np.array([c.score - adapter_penalty for c in self.candidates])
-        self.coverage_bonus = coverage_bonus
-        self.adapters_per_concept = adapters_per_concept
-        # Dense arrays for the decomposed solve: R resources (VRAM GB, seconds per image, price).
-        families = {f: i for i, f in enumerate(sorted({e.base_family for e in bases}))}
-        self.base_family_B = np.array([families[e.base_family] for e in bases], dtype=np.int64)
-        self.family_J = np.array([families.get(a.base_family, -1) for a in adapters], dtype=np.int64)
-        self.concept_J = np.array([c.concept for c in self.candidates], dtype=np.int64)
-        self.position_J = np.array([c.position for c in self.candidates], dtype=np.int64)
-        names = list(usage)
-        self.usage_JR = np.array([[usage[n][1][j] for n in names] for j in range(J)]).reshape(J, len(names))
-        self.residual_BR = np.array([[usage[n][2] - usage[n][0][b] for n in names] for b in range(B)]).reshape(
-            B, len(names)
-        )
+        self._milp = (LinearConstraint(matrix, np.array(lo), np.array(hi)), np.r_[np.ones(B + J), np.zeros(C)])
+        return self._milp
 
     def _check_feasible(self) -> None:
         """A base alone is always the cheapest plan; if none fits, name the limit(s) that bind."""
@@ -234,8 +245,10 @@ class CompositionProblem:
         allowed_J = np.ones(J, dtype=bool) if allowed is None else allowed.astype(bool)
         open_B = np.ones(B, dtype=bool) if allowed_bases is None else allowed_bases.astype(bool)
         tol = 1e-9
-        fits_BJ = (self.usage_JR[None, :, :] <= self.residual_BR[:, None, :] * (1 + tol) + tol).all(axis=2)
-        ok_BJ = fits_BJ & (self.family_J[None, :] == self.base_family_B[:, None]) & allowed_J[None, :]
+        if self._compatible_BJ is None:  # same family and fits that base's leftover budgets on its own
+            fits_BJ = (self.usage_JR[None, :, :] <= self.residual_BR[:, None, :] * (1 + tol) + tol).all(axis=2)
+            self._compatible_BJ = fits_BJ & (self.family_J[None, :] == self.base_family_B[:, None])
+        ok_BJ = self._compatible_BJ & allowed_J[None, :]
         relaxed: dict[bytes, tuple[np.ndarray, float]] = {}
         bounds = []
         for b in np.flatnonzero(open_B):
@@ -278,6 +291,7 @@ class CompositionProblem:
     ) -> Selection:
         """The optimum of the whole MILP by HiGHS, optionally with other scores or candidates or bases masked out."""
         B, J, C = self.shape
+        constraint, integrality = self._milp_model()
         score_J = self.scores if scores is None else scores
         cost = -np.r_[self.base_scores, score_J, np.full(C, self.coverage_bonus)]
         upper = np.ones(B + J + C)
@@ -287,8 +301,8 @@ class CompositionProblem:
             upper[:B] = allowed_bases.astype(float)
         result = milp(
             cost,
-            constraints=self._constraint,
-            integrality=self._integrality,
+            constraints=constraint,
+            integrality=integrality,
             bounds=Bounds(np.zeros(B + J + C), upper),
             options={"presolve": True},
         )
