@@ -32,8 +32,10 @@ system-deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog; }
 
+# Trains zaya1-tiny on this interpreter's standard library on the CPU (under 10 minutes on 2 cores), checkpoints,
+# prints a sample; the run dir is outputs/pretrain/<date>/<time>/. Extra Hydra overrides: make pretrain ARGS='...'.
 pretrain: setup
-	$(BIN)/zaya config show
+	$(BIN)/zaya run pretrain $(ARGS)
 
 test: setup
 	$(BIN)/pytest -n auto $(PYTEST_ARGS)

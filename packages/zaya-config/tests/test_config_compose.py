@@ -63,3 +63,16 @@ def test_unknown_preset_lists_the_available_ones():
 def test_validation_can_be_skipped_for_inspection():
     cfg = compose("zaya", ["hardware.hbm_bw_gbps=-1"], validate=False)
     assert cfg.hardware.hbm_bw_gbps == -1
+
+
+def test_validation_resolves_interpolations_across_groups():
+    cfg = compose("zaya", ["paths.output_dir=${paths.root_dir}/runs"], validate=False)
+    from omegaconf import OmegaConf
+    from zaya_config import validate_config
+
+    unresolved = OmegaConf.create(
+        {"hardware": {"name": "${paths.root_dir}"}, "paths": OmegaConf.to_container(cfg.paths)}
+    )
+    objects = validate_config(unresolved)
+    assert objects["hardware"].name == objects["paths"].root_dir
+    assert OmegaConf.is_interpolation(unresolved.hardware, "name")  # the caller's config is untouched

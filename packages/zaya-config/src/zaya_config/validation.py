@@ -73,10 +73,20 @@ def validate_node(key: str, node: Any, cls: type) -> Any:
 
 
 def validate_config(cfg: DictConfig) -> dict[str, Any]:
-    """Validate every key of `cfg` that has a registered schema; return key -> validated object."""
+    """Validate every key of `cfg` that has a registered schema; return key -> validated object.
+
+    Interpolations are resolved first on a copy (a group may point into another, e.g. `${paths.data_dir}`),
+    so each node is checked with the values it will really have; `cfg` itself is left as it was.
+    """
+    try:
+        resolved = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    except OmegaConfBaseException as err:
+        raise ZayaConfigError(
+            f"invalid config: cannot resolve {getattr(err, 'full_key', '') or 'an interpolation'}: {err}"
+        ) from None
     objects: dict[str, Any] = {}
     for key, cls in sorted(schemas().items()):
-        node = _select(cfg, key)
+        node = _select(resolved, key)
         if node is None:
             continue
         objects[key] = validate_node(key, node, cls)
