@@ -133,8 +133,7 @@ def main() -> None:
     stages = time_stages(composer, prompts, limits)
 
     example = Composer(build_index(load_catalog("example"), embedder, args.cache_dir), embedder, settings)
-    wins = {}
-    reports = {}
+    wins, means, reports = {}, {}, {}
     for profile in ("desktop-24gb",) if args.smoke else ("laptop-8gb", "desktop-24gb", "h200"):
         profile_limits = limits_from_config(profile)
         judge = OfflineJudge(PlanEvaluator(example.index, embedder, profile_limits))
@@ -143,6 +142,13 @@ def main() -> None:
             name = f"{profile}/{'masked' if masking else 'plain'}"
             report = win_rates(prompts, example, baseline, judge, profile_limits, batch=4)
             reports[name] = report
+            means[name] = {
+                side: {
+                    m: round(statistics.mean(row[side][m] for row in report.rows), 3)
+                    for m in ("alignment", "diversity", "quality", "constraint_satisfaction", "adapters")
+                }
+                for side in ("a", "b")
+            }
             wins[name] = {
                 c: {"wins": t.wins, "ties": t.ties, "losses": t.losses, "win_rate": t.win_rate}
                 for c, t in report.tallies.items()
@@ -171,6 +177,7 @@ def main() -> None:
         "latency": latency,
         "stages_median_ms": stages,
         "win_rates": wins,
+        "mean_metrics": means,
         "model": embedder.model_id,
     }
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
