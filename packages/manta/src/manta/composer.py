@@ -87,8 +87,9 @@ def build_index(
 def build_composer(settings: MantaConfig, embedder: TextEmbedder | None = None, progress: bool = False) -> Composer:
     """The one builder: catalog + embedding model + cached embeddings -> a ready Composer."""
     settings.validate()
+    catalog = load_catalog(settings.catalog)  # a bad catalog fails before the model loads
     embedder = embedder or TextEmbedder(settings.model_path)
-    index = build_index(load_catalog(settings.catalog), embedder, settings.cache_dir, progress=progress)
+    index = build_index(catalog, embedder, settings.cache_dir, progress=progress)
     return Composer(index, embedder, settings)
 
 
