@@ -7,6 +7,7 @@ change counts: a last line that ends with a newline is followed by one extra rea
 (offered once), and a last line without a newline is offered only once.
 """
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from memsim.transaction import Transaction
 
 WRITE_OPS = frozenset(("WRITE", "P_MEM_WR", "BOFF"))
 READ_OPS = frozenset(("READ", "P_MEM_RD", "P_FETCH"))
+ENGINES = ("auto", "python", "compiled")
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,20 @@ class TraceFrontend:
         self.index = 0
         if self.one_shot == 0 and self.cycles[0] > 0:
             self.index = self.n  # read at cycle 0, not yet due, then end of file: never offered
-        self.channel_of = [system.mapping.decode(a).channel for a in self.addrs]
+        self.channel_of = system.mapping.decode_array(np.asarray(self.addrs, dtype=np.int64))["ch"].tolist()
 
-    def run(self, num_cycles: int, progress=None) -> None:
-        """Simulate cycles [system.clk, num_cycles); `progress(cycle)` is called now and then."""
+    def run(self, num_cycles: int, progress=None, engine: str = "auto") -> None:
+        """Simulate cycles [system.clk, num_cycles); `progress(cycle)` is called now and then.
+
+        `engine`: "python", "compiled" (numba; needs a fresh system) or "auto" (compiled when numba is
+        installed and the system is fresh, else Python; the MEMSIM_ENGINE variable overrides "auto").
+        Both give identical results.
+        """
+        if self._use_compiled(engine):
+            from memsim.compiled.bridge import run_compiled
+
+            run_compiled(self, num_cycles, progress)
+            return
         system = self.system
         channels = system.channels
         c = system.clk
@@ -107,6 +119,26 @@ class TraceFrontend:
                 progress(min(c, num_cycles))
                 next_report = c + 100_000
         system.clk = num_cycles
+
+    def _use_compiled(self, engine: str) -> bool:
+        from memsim.compiled import available
+        from memsim.compiled.bridge import is_fresh
+
+        if engine == "auto":
+            engine = os.environ.get("MEMSIM_ENGINE", "auto")
+        if engine not in ENGINES:
+            raise MemsimError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
+        if engine == "python":
+            return False
+        usable = available() and is_fresh(self)
+        if engine == "compiled" and not usable:
+            why = (
+                "numba is not installed (pip install 'memsim[fast]')"
+                if not available()
+                else "the system has already simulated or queued something (the compiled engine starts fresh)"
+            )
+            raise MemsimError(f"engine 'compiled' cannot run: {why}; use engine='python'")
+        return usable
 
     def _offer(self, c: int) -> int:
         """Offer the held line at cycle c; return the next cycle the frontend needs to act."""
