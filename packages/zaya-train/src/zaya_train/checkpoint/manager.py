@@ -8,7 +8,8 @@ Why each step of a save exists (see layout.py for the folder names):
 4. older folders beyond `keep_last` and leftovers of killed saves are removed.
 `load_latest` walks back from `latest`, verifying each manifest, and warns naming the bad file when it
 has to skip one. Checkpoint collectives run on their own gloo group so that an asynchronous save's
-background thread never interleaves with the training loop's collectives.
+background thread never interleaves with the training loop's collectives. `root` must be on a file
+system every rank sees (as DCP's FileSystemWriter assumes), since rank 0 hashes and renames all shards.
 """
 
 from __future__ import annotations
