@@ -37,7 +37,7 @@ def test_corrupt_bytes_fail_verify(tmp_path: Path, src_dcp: Path):
     data[len(data) // 2] ^= 0xFF  # somewhere inside tensor data
     out.write_bytes(bytes(data))
     report = verify(out)
-    assert not report.ok and "sha256 differs" in report.problems[0]
+    assert not report.ok and "checksum differs" in report.problems[0]
 
 
 def test_missing_shard_is_named(tmp_path: Path, src_dcp: Path):

@@ -1,4 +1,10 @@
-"""Checksums: sha256 of a logical tensor's bytes (layout- and format-independent) and of whole files."""
+"""Checksums of logical tensors (layout- and format-independent: the hash of the row-major bytes) and files.
+
+Tensors and entries are hashed with BLAKE3 when the `blake3` package is installed (about five times faster
+than sha256 on one core, which matters because every byte of a conversion is hashed), else with sha256.
+The sidecar names the algorithm (`checksum_algorithm`); sidecars from before it carry `sha256` per tensor.
+Whole files (zaya-train's manifest) always use sha256, zaya-train's own choice.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +13,51 @@ from pathlib import Path
 
 import torch
 
+from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.torch_zip import byte_view
 
 _FILE_CHUNK = 8 << 20
 
+try:
+    import blake3 as _blake3
+except ImportError:  # optional speed-up; sha256 gives the same guarantees, slower
+    _blake3 = None
 
-def tensor_sha256(tensor: torch.Tensor) -> str:
-    """Hex sha256 of the row-major bytes of a tensor (hashlib releases the GIL, so this runs beside I/O)."""
-    return hashlib.sha256(memoryview(byte_view(tensor.contiguous()))).hexdigest()
+DEFAULT_ALGORITHM = "blake3" if _blake3 is not None else "sha256"
 
 
-def bytes_sha256(data: bytes) -> str:
-    """Hex sha256 of a byte string."""
-    return hashlib.sha256(data).hexdigest()
+def new_hasher(algorithm: str = DEFAULT_ALGORITHM):
+    """An incremental hasher (`update`, `hexdigest`) for `algorithm` ("blake3" or "sha256")."""
+    if algorithm == "sha256":
+        return hashlib.sha256()
+    if algorithm == "blake3":
+        if _blake3 is None:
+            raise ReshapeError("this checkpoint's checksums are BLAKE3; pip install blake3 to verify them")
+        return _blake3.blake3()
+    raise ReshapeError(f"unknown checksum algorithm {algorithm!r}; known: blake3, sha256")
+
+
+def tensor_checksum(tensor: torch.Tensor, algorithm: str = DEFAULT_ALGORITHM) -> str:
+    """Hex digest of the row-major bytes of a tensor (the hashers release the GIL, so this runs beside I/O)."""
+    hasher = new_hasher(algorithm)
+    hasher.update(memoryview(byte_view(tensor.contiguous())))
+    return hasher.hexdigest()
+
+
+def bytes_checksum(data: bytes, algorithm: str = DEFAULT_ALGORITHM) -> str:
+    """Hex digest of a byte string."""
+    hasher = new_hasher(algorithm)
+    hasher.update(data)
+    return hasher.hexdigest()
+
+
+def stored_checksum(sidecar: dict | None, entry: dict) -> tuple[str, str] | None:
+    """(algorithm, hex digest) a sidecar records for one tensor entry, None when it records none."""
+    if "checksum" in entry:
+        return (sidecar or {}).get("checksum_algorithm", "sha256"), entry["checksum"]
+    if "sha256" in entry:
+        return "sha256", entry["sha256"]
+    return None
 
 
 def file_sha256(path: Path) -> str:

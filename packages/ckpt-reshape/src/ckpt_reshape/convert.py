@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ckpt_reshape.atomic import atomic_output, check_destination
-from ckpt_reshape.checksums import bytes_sha256, tensor_sha256
+from ckpt_reshape.checksums import DEFAULT_ALGORITHM, bytes_checksum, tensor_checksum
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats import FORMATS, WRITERS, CheckpointReader, open_checkpoint
 from ckpt_reshape.formats.base import SIDECAR_FORMAT
@@ -28,6 +28,7 @@ from ckpt_reshape.index import CheckpointIndex, dtype_name
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout
 from ckpt_reshape.splits import SplitTable
+from ckpt_reshape.stream_copy import Extent, StreamCopier
 from ckpt_reshape.train_manifest import read_train_manifest, write_train_manifest
 from ckpt_reshape.train_state import reshape_train_states, train_state_files
 from ckpt_reshape.zaya_names import default_split_table, key_map_for, resolve_model_config
@@ -104,10 +105,11 @@ def _sidecar(fmt: str, index: CheckpointIndex, layout: ParallelLayout, table: Sp
         "checkpoint_format": fmt,
         "layout": layout.to_dict(),
         "split_table": table.source,
+        "checksum_algorithm": DEFAULT_ALGORITHM,
         "source": str(src),
         "hf_config": index.hf_config,
         "tensors": {
-            name: {"shape": list(m.shape), "dtype": dtype_name(m.dtype), "sha256": _HEX_PLACEHOLDER}
+            name: {"shape": list(m.shape), "dtype": dtype_name(m.dtype), "checksum": _HEX_PLACEHOLDER}
             for name, m in index.tensors.items()
         },
         "objects": dict.fromkeys(index.objects, _HEX_PLACEHOLDER),
@@ -164,7 +166,7 @@ def convert(
                 writer.reserve_sidecar(sidecar)
             for name in index.objects:
                 payload = reader.read_object(name)
-                sidecar["objects"][name] = bytes_sha256(payload)
+                sidecar["objects"][name] = bytes_checksum(payload)
                 writer.write_object(name, payload)
             written = _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress)
             if train_manifest is not None:
@@ -191,60 +193,66 @@ def _write_train_files(reader: CheckpointReader, folder: Path, train_states: dic
 
 
 def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress) -> int:
+    """Every tensor in index order: byte ranges streamed where both sides allow it, else whole tensors."""
     names = list(index.tensors)
     budget = _ByteBudget(memory_budget_bytes or max(index.largest_tensor_bytes, 1))
     bar = _progress_bar(progress, index.total_bytes, f"{reader.format_name} -> {writer.format_name}")
 
-    def load(ticket: int, name: str) -> torch.Tensor:
-        budget.acquire(ticket, index.tensors[name].nbytes)
-        return reader.read_tensor(name)
+    def load(ticket: int, name: str) -> tuple[list[Extent] | torch.Tensor, int]:
+        extents = reader.byte_extents(name) if writer.can_stream(name) else None
+        held = 0 if extents is not None else index.tensors[name].nbytes  # streaming holds only the copier's blocks
+        budget.acquire(ticket, held)
+        return (extents if extents is not None else reader.read_tensor(name)), held
 
-    with (
-        ThreadPoolExecutor(max(io_threads, 1), thread_name_prefix="ckpt-read") as pool,
-        ThreadPoolExecutor(1) as hasher,
-    ):
-        pending: deque[tuple[str, Future]] = deque()
-        try:
-            written = _drain(
-                names, pending, pool, hasher, load, reader, writer, index, sidecar, budget, bar, io_threads
-            )
-        except BaseException:
-            budget.abort()
-            for _, future in pending:
-                future.cancel()
-            raise
-        finally:
-            if bar is not None:
-                bar[0].stop()
+    copier = StreamCopier()
+    pending: deque[tuple[str, Future]] = deque()
+    written, next_i = 0, 0
+    try:
+        with (
+            ThreadPoolExecutor(max(io_threads, 1), thread_name_prefix="ckpt-read") as pool,
+            ThreadPoolExecutor(1, thread_name_prefix="ckpt-hash") as hasher,
+        ):
+            try:
+                while next_i < len(names) or pending:
+                    while next_i < len(names) and len(pending) < max(io_threads, 1) * 2:
+                        pending.append((names[next_i], pool.submit(load, next_i, names[next_i])))
+                        next_i += 1
+                    name, future = pending.popleft()
+                    payload, held = future.result()
+                    try:
+                        digest = _store(name, payload, reader, writer, index, copier, hasher)
+                    finally:
+                        del payload
+                        budget.release(held)
+                    sidecar["tensors"][name]["checksum"] = digest
+                    written += index.tensors[name].nbytes
+                    if bar is not None:
+                        bar[0].update(bar[1], advance=index.tensors[name].nbytes)
+            except BaseException:
+                budget.abort()
+                for _, future in pending:
+                    future.cancel()
+                raise
+    finally:
+        copier.close()
+        if bar is not None:
+            bar[0].stop()
     return written
 
 
-def _drain(names, pending, pool, hasher, load, reader, writer, index, sidecar, budget, bar, io_threads) -> int:
-    written = 0
-    next_i = 0
-    while next_i < len(names) or pending:
-        while next_i < len(names) and len(pending) < max(io_threads, 1) * 2:
-            pending.append((names[next_i], pool.submit(load, next_i, names[next_i])))
-            next_i += 1
-        name, future = pending.popleft()
-        meta = index.tensors[name]
-        tensor = future.result()
-        try:
-            if tuple(tensor.shape) != meta.shape or tensor.dtype != meta.dtype:
-                raise ReshapeError(
-                    f"{reader.path}: tensor {name!r} reads as {list(tensor.shape)} {tensor.dtype}, its index "
-                    f"says {list(meta.shape)} {meta.dtype}; mismatched shape or dtype"
-                )
-            digest = hasher.submit(tensor_sha256, tensor)
-            writer.write_tensor(name, tensor)
-            sidecar["tensors"][name]["sha256"] = digest.result()
-            written += meta.nbytes
-            if bar is not None:
-                bar[0].update(bar[1], advance=meta.nbytes)
-        finally:
-            del tensor
-            budget.release(meta.nbytes)
-    return written
+def _store(name, payload, reader, writer, index, copier, hasher) -> str:
+    """Write one tensor (byte extents or a materialised tensor); returns the checksum of its logical bytes."""
+    meta = index.tensors[name]
+    if isinstance(payload, list):
+        return copier.copy(name, payload, writer.stream_targets(name), meta.nbytes)
+    if tuple(payload.shape) != meta.shape or payload.dtype != meta.dtype:
+        raise ReshapeError(
+            f"{reader.path}: tensor {name!r} reads as {list(payload.shape)} {payload.dtype}, its index "
+            f"says {list(meta.shape)} {meta.dtype}; mismatched shape or dtype"
+        )
+    digest = hasher.submit(tensor_checksum, payload)
+    writer.write_tensor(name, payload)
+    return digest.result()
 
 
 def _progress_bar(enabled: bool, total: int, label: str):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from ckpt_reshape.byte_ranges import Extent
 from ckpt_reshape.errors import ReshapeError
 
 IO_CHUNK_BYTES = 64 << 20  # one preadv/pwrite call; below Linux's 2 GiB single-call limit
@@ -220,6 +221,22 @@ class TorchArchive:
             out.copy_(target)
             return out
         return target
+
+    def extent(self, lazy: LazyTensor) -> Extent | None:
+        """The file range holding a contiguous tensor's bytes (None when it is a strided view)."""
+        record = self.records.get(f"data/{lazy.storage.key}")
+        if record is None:
+            raise ReshapeError(f"{self.path}: storage record data/{lazy.storage.key} is missing (truncated file?)")
+        if not lazy.is_contiguous():
+            return None
+        offset, size = record
+        nbytes = lazy.dtype.itemsize
+        for s in lazy.shape:
+            nbytes *= s
+        start = lazy.storage_offset * lazy.dtype.itemsize
+        if start + nbytes > size:
+            raise ReshapeError(f"{self.path}: record data/{lazy.storage.key} is shorter than its tensor")
+        return Extent(self.fd, offset + start, nbytes, self.path)
 
     def close(self) -> None:
         """Release the file descriptor (if this archive opened it)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from ckpt_reshape.checksums import tensor_sha256
+from ckpt_reshape.checksums import stored_checksum, tensor_checksum
 from ckpt_reshape.formats import open_checkpoint
 from ckpt_reshape.train_manifest import check_train_manifest, read_train_manifest
 
@@ -34,7 +34,7 @@ class VerifyReport:
 
 
 def verify(path: Path) -> VerifyReport:
-    """Re-read every tensor (catching truncation) and recompute its sha256 against the stored checksums."""
+    """Re-read every tensor (catching truncation) and recompute its checksum against the stored one."""
     report = VerifyReport()
     with open_checkpoint(path) as reader:
         manifest = read_train_manifest(reader.path) if reader.path.is_dir() else None
@@ -51,10 +51,10 @@ def verify(path: Path) -> VerifyReport:
                 report.problems.append(f"{name}: {err}")
                 continue
             report.checked_tensors += 1
-            expected = stored.get(name, {}).get("sha256")
-            if expected and tensor_sha256(tensor) != expected:
+            expected = stored_checksum(reader.sidecar, stored.get(name, {}))
+            if expected and tensor_checksum(tensor, expected[0]) != expected[1]:
                 report.problems.append(
-                    f"{reader.path}: tensor {name!r} sha256 differs from the stored checksum (corrupt)"
+                    f"{reader.path}: tensor {name!r} {expected[0]} checksum differs from the stored one (corrupt)"
                 )
         report.checked_objects = len(reader.index.objects)
     return report

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.index import CheckpointIndex
 from ckpt_reshape.layout import ParallelLayout
@@ -40,6 +41,10 @@ class CheckpointReader(ABC):
     def read_object(self, name: str) -> bytes:
         """The `torch.save` bytes of a non-tensor entry."""
         raise KeyError(name)
+
+    def byte_extents(self, name: str) -> list[Extent] | None:
+        """Where the row-major bytes of tensor `name` lie, in logical order; None when they are not stored so."""
+        return None
 
     def data_files(self) -> list[Path]:
         """Every file that belongs to the checkpoint (for size reports and checksums)."""
@@ -80,6 +85,14 @@ class CheckpointWriter(ABC):
 
     def write_object(self, name: str, payload: bytes) -> None:  # noqa: B027  (HF holds no objects)
         """Store a non-tensor entry given as `torch.save` bytes."""
+
+    def can_stream(self, name: str) -> bool:
+        """Whether every stored part of tensor `name` is one row-major run of its logical bytes."""
+        return False
+
+    def stream_targets(self, name: str) -> list[Target]:
+        """Reserve tensor `name`'s storage and say where its logical bytes go (only when `can_stream`)."""
+        raise NotImplementedError(f"{self.format_name} writer does not stream")
 
     @abstractmethod
     def finish(self, sidecar: dict) -> None:

@@ -26,6 +26,7 @@ from torch.distributed.checkpoint.metadata import (
     TensorStorageMetadata,
 )
 
+from ckpt_reshape.byte_ranges import Extent, Target, contiguous_start
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import (
     CheckpointReader,
@@ -37,6 +38,7 @@ from ckpt_reshape.formats.base import (
 )
 from ckpt_reshape.index import TensorMeta
 from ckpt_reshape.layout import ParallelLayout
+from ckpt_reshape.pieces import Piece
 from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, placeholder, pwrite_from, save_skeleton
 from ckpt_reshape.train_manifest import read_train_manifest
 
@@ -148,6 +150,27 @@ class DcpReader(CheckpointReader):
             archive.read(lazy, out=region)
         return out
 
+    def byte_extents(self, name: str) -> list[Extent] | None:
+        """Each chunk's record, when every chunk is a row-major run of the logical tensor (dim-0 shards)."""
+        meta = self.index.require(name, str(self.path))
+        found = []
+        for chunk, info in self._chunks[name]:
+            start = contiguous_start(meta.shape, tuple(chunk.offsets), tuple(chunk.sizes))
+            if start is None:
+                return None
+            archive, lazy = self._archive(name, info)
+            if lazy.shape != tuple(chunk.sizes) or lazy.dtype != meta.dtype:
+                raise ReshapeError(
+                    f"{self.path / info.relative_path}: chunk of {name!r} at {list(chunk.offsets)} is "
+                    f"{list(lazy.shape)} {lazy.dtype}, metadata says {list(chunk.sizes)} {meta.dtype}"
+                )
+            extent = archive.extent(lazy)
+            if extent is None:
+                return None
+            found.append((start, extent))
+        found.sort(key=lambda item: item[0])
+        return [extent for _, extent in found]
+
     def read_object(self, name: str) -> bytes:
         """Raw `torch.save` bytes of a non-tensor entry."""
         info = self.metadata.storage_data[MetadataIndex(name)]
@@ -190,19 +213,42 @@ class DcpWriter(CheckpointWriter):
             stream = self._files[rank] = open(self.target / f"__{rank}_0.distcp", "w+b")  # noqa: SIM115
         return stream
 
-    def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
-        chunks = []
+    def _place(self, name: str) -> list[tuple[Piece, int, int]]:
+        """Write the data-less archive of every piece of `name`; (piece, fd, data offset) for each."""
+        meta = self.index.tensors[name]
+        chunks, placed = [], []
         for i, piece in enumerate(self.pieces[name]):
             stream = self._file(piece.rank)
             start = stream.tell()
-            offsets = save_skeleton(placeholder(piece.sizes, tensor.dtype), stream, Path(stream.name))
-            pwrite_from(stream.fileno(), offsets[()], tensor[piece.slices()])
+            offsets = save_skeleton(placeholder(piece.sizes, meta.dtype), stream, Path(stream.name))
+            placed.append((piece, stream.fileno(), offsets[()]))
             relative = Path(stream.name).name
             self._storage[MetadataIndex(name, piece.offsets, i)] = _StorageInfo(relative, start, stream.tell() - start)
             chunks.append(ChunkStorageMetadata(offsets=torch.Size(piece.offsets), sizes=torch.Size(piece.sizes)))
         self._state_meta[name] = TensorStorageMetadata(
-            properties=TensorProperties(dtype=tensor.dtype), size=torch.Size(tensor.shape), chunks=chunks
+            properties=TensorProperties(dtype=meta.dtype), size=torch.Size(meta.shape), chunks=chunks
         )
+        return placed
+
+    def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
+        for piece, fd, offset in self._place(name):
+            pwrite_from(fd, offset, tensor[piece.slices()])
+
+    def can_stream(self, name: str) -> bool:
+        shape = self.index.tensors[name].shape
+        return all(contiguous_start(shape, p.offsets, p.sizes) is not None for p in self.pieces[name])
+
+    def stream_targets(self, name: str) -> list[Target]:
+        meta = self.index.tensors[name]
+        item = meta.dtype.itemsize
+        targets = []
+        for piece, fd, offset in self._place(name):
+            numel = 1
+            for s in piece.sizes:
+                numel *= s
+            start = contiguous_start(meta.shape, piece.offsets, piece.sizes)
+            targets.append(Target(fd, offset, start * item, numel * item))
+        return targets
 
     def write_object(self, name: str, payload: bytes) -> None:
         stream = self._file(0)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import (
     CheckpointReader,
@@ -172,6 +173,18 @@ class HfReader(CheckpointReader):
                 region.copy_(target)
         return out
 
+    def byte_extents(self, name: str) -> list[Extent] | None:
+        meta = self.index.require(name, str(self.path))
+        extents = []
+        for part in self._parts[name]:
+            if part.dim not in (None, 0):
+                return None
+            file, offset, part_meta = self._raw[part.hf]
+            if part_meta.dtype != meta.dtype:
+                return None  # read_tensor names the mismatch
+            extents.append(Extent(self._fds[file], offset, part_meta.nbytes, self.path / file))
+        return extents
+
     def close(self) -> None:
         for fd in self._fds.values():
             os.close(fd)
@@ -237,6 +250,19 @@ class HfWriter(CheckpointWriter):
     def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
         for fd, offset, part in self._slots.get(name, []):
             pwrite_from(fd, offset, tensor if part.dim is None else tensor.narrow(part.dim, part.start, part.length))
+
+    def can_stream(self, name: str) -> bool:
+        return all(part.dim in (None, 0) for _, _, part in self._slots.get(name, []))
+
+    def stream_targets(self, name: str) -> list[Target]:
+        meta = self.index.tensors[name]
+        row = meta.nbytes // meta.shape[0] if meta.shape and meta.shape[0] else 0
+        return [
+            Target(fd, offset, 0, meta.nbytes)
+            if part.dim is None
+            else Target(fd, offset, part.start * row, part.length * row)
+            for fd, offset, part in self._slots.get(name, [])
+        ]
 
     def finish(self, sidecar: dict) -> None:
         for fd in self._fds:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, layout_from_sidecar
 from ckpt_reshape.index import TensorMeta
@@ -109,6 +110,12 @@ class TorchFileReader(CheckpointReader):
         self.index.require(name, str(self.path))
         return self._materialise(self._leaves[name])
 
+    def byte_extents(self, name: str) -> list[Extent] | None:
+        self.index.require(name, str(self.path))
+        leaf = self._leaves[name]
+        extent = self.archive.extent(leaf) if isinstance(leaf, LazyTensor) else None
+        return None if extent is None else [extent]
+
     def read_object(self, name: str) -> bytes:
         buffer = io.BytesIO()
         torch.save(self._leaves[name], buffer)
@@ -157,6 +164,14 @@ class TorchFileWriter(CheckpointWriter):
         if self._offsets is None:
             self._skeleton()
         pwrite_from(self._stream.fileno(), self._offsets[name], tensor)
+
+    def can_stream(self, name: str) -> bool:
+        return True
+
+    def stream_targets(self, name: str) -> list[Target]:
+        if self._offsets is None:
+            self._skeleton()
+        return [Target(self._stream.fileno(), self._offsets[name], 0, self.index.tensors[name].nbytes)]
 
     def finish(self, sidecar: dict) -> None:
         if self._offsets is None:

@@ -19,6 +19,7 @@ from ckpt_reshape.index import TensorMeta, dtype_from_name, dtype_name
 from ckpt_reshape.pieces import Piece
 
 MAX_CHUNK_BYTES = 64 << 20
+SLAB_BYTES = 64 << 20  # what one zarr write call is given (a whole number of dim-0 chunks)
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TORCH_WORD = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _SIGNED = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}  # torch.from_numpy lacks wide unsigned types
@@ -144,7 +145,16 @@ class ZarrWriter(CheckpointWriter):
             fill_value=0,
             attributes={"dtype": dtype_name(meta.dtype)},
         )
-        array[...] = words
+        # zarr copies what it encodes (and encodes several chunks at once), so hand it one slab of whole chunks
+        # at a time: the extra memory is a slab, not a second copy of the tensor
+        chunks = array.chunks
+        if not meta.shape or meta.shape[0] == 0:
+            array[...] = words
+            return
+        row_bytes = max(meta.nbytes // meta.shape[0], 1)
+        step = max(chunks[0], SLAB_BYTES // row_bytes // chunks[0] * chunks[0])
+        for start in range(0, meta.shape[0], step):
+            array[start : start + step] = words[start : start + step]
 
     def write_object(self, name: str, payload: bytes) -> None:
         data = np.frombuffer(payload, dtype=np.uint8)
