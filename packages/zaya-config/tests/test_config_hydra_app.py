@@ -31,7 +31,7 @@ APP = textwrap.dedent(
 
 
 def _demo_package(root: Path) -> Path:
-    """A minimal installable package that ships a config group `demo` with two presets."""
+    """A minimal installable package: a config group `demo` with two presets, and one broken schema entry point."""
     pkg = root / "zaya-demo-conf"
     conf = pkg / "src" / "zaya_demo" / "conf" / "demo"
     conf.mkdir(parents=True)
@@ -48,6 +48,8 @@ def _demo_package(root: Path) -> Path:
             requires-python = ">=3.11"
             [project.entry-points."zaya.conf"]
             zaya_demo = "zaya_demo.conf"
+            [project.entry-points."zaya.schema"]
+            broken = "zaya_demo.missing_module:Missing"
             [tool.poetry]
             packages = [{ include = "zaya_demo", from = "src" }]
             [build-system]
@@ -121,3 +123,12 @@ def test_bad_override_fails_at_start_with_key_value_and_allowed(app_env):
     assert result.returncode != 0
     assert "invalid config: hardware.hbm_bw_gbps = 'fast'; allowed: a number" in result.stderr
     assert "COMPOSED" not in result.stdout
+
+
+@pytest.mark.slow
+def test_a_broken_schema_entry_point_fails_only_configs_that_use_its_key(app_env):
+    fine = _run(app_env, "+demo=bye")
+    assert fine.returncode == 0, fine.stderr
+    broken = _run(app_env, "+broken.x=1")
+    assert broken.returncode != 0
+    assert "cannot validate broken: its schema zaya_demo.missing_module:Missing (from zaya-demo-conf)" in broken.stderr

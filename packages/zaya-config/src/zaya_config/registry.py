@@ -24,6 +24,12 @@ def conf_modules() -> dict[str, str]:
 
 
 @functools.cache
+def broken_schemas() -> dict[str, str]:
+    """Config key -> why its schema entry point failed to load (filled by `schemas()`)."""
+    return {}
+
+
+@functools.cache
 def schemas() -> dict[str, type]:
     """Config key -> structured-config dataclass, loaded from the `zaya.schema` entry points.
 
@@ -33,7 +39,11 @@ def schemas() -> dict[str, type]:
     found: dict[str, type] = {}
     store = ConfigStore.instance()
     for ep in entry_points(group=SCHEMA_GROUP):
-        cls: Any = ep.load()
+        try:
+            cls: Any = ep.load()
+        except Exception as err:  # one broken package must not stop every other package's configs
+            broken_schemas()[ep.name] = f"{ep.value} (from {ep.dist.name if ep.dist else '?'}) cannot be loaded: {err}"
+            continue
         found[ep.name] = cls
         group, _, name = ("schema/" + ep.name.replace(".", "/")).rpartition("/")
         store.store(group=f"{group}/{name}", name=name, node=cls, provider=ep.dist.name if ep.dist else None)

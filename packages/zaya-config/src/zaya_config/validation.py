@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from zaya_config.errors import ZayaConfigError, invalid
-from zaya_config.registry import schemas
+from zaya_config.registry import broken_schemas, schemas
 
 
 def _select(cfg: DictConfig, dotted: str) -> Any:
@@ -85,7 +85,11 @@ def validate_config(cfg: DictConfig) -> dict[str, Any]:
             f"invalid config: cannot resolve {getattr(err, 'full_key', '') or 'an interpolation'}: {err}"
         ) from None
     objects: dict[str, Any] = {}
-    for key, cls in sorted(schemas().items()):
+    known = schemas()
+    for key, reason in sorted(broken_schemas().items()):
+        if _select(resolved, key) is not None:
+            raise ZayaConfigError(f"invalid config: cannot validate {key}: its schema {reason}; reinstall that package")
+    for key, cls in sorted(known.items()):
         node = _select(resolved, key)
         if node is None:
             continue
