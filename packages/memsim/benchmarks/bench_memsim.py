@@ -1,8 +1,10 @@
 """memsim on DRAMSim3's reference runs: accuracy table and simulated requests per second.
 
 Runs every reference run (config x trace x cycle count from index.json), times memsim in this process
-(simulation plus loading, CPU time and wall time) and compares with DRAMSim3's wall time from
-index.json, which is a whole `dramsim3main` process (start included) on a 2-core x86-64 machine.
+(loading + simulation + stats, CPU time and wall time, best of --repeats) on each engine (pure Python,
+and the numba-compiled one when numba is installed, after a warm-up whose one-off cost is reported)
+and compares with DRAMSim3's wall time from index.json, which is a whole `dramsim3main` process (start
+included) on a 2-core x86-64 machine.
 A longer synthetic run shows memsim's per-request cost and how idle time is skipped.
 CPU only. Usage: python benchmarks/bench_memsim.py --out OUT [--smoke] [--reference DIR]
 """
@@ -10,6 +12,7 @@ CPU only. Usage: python benchmarks/bench_memsim.py --out OUT [--smoke] [--refere
 import argparse
 import csv
 import json
+import os
 import platform
 import sys
 import time
@@ -19,6 +22,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1] / "src"))
 
 from memsim import MemorySystem, TraceFrontend, read_trace  # noqa: E402
+from memsim.compiled import available  # noqa: E402
 from memsim.fuzz import random_trace  # noqa: E402
 from memsim.results import write_atomic  # noqa: E402
 
@@ -35,43 +39,62 @@ def _mean_latency(stats: dict) -> float:
     return sum(ch["average_read_latency"] * ch["num_reads_done"] for ch in stats.values()) / max(reads, 1)
 
 
-def run_reference(reference: Path, runs: list[dict], repeats: int) -> list[dict]:
+def _time_run(reference: Path, run: dict, engine: str, repeats: int) -> tuple[float, float, dict]:
+    """Best CPU and wall time of load + simulation + stats over `repeats` runs."""
+    best_cpu = best_wall = float("inf")
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        system = MemorySystem(reference / run["config"], functional=False)
+        TraceFrontend(system, read_trace(reference / run["trace"])).run(run["cycles"], engine=engine)
+        stats = system.stats(run["cycles"])
+        best_cpu = min(best_cpu, time.process_time() - c0)
+        best_wall = min(best_wall, time.perf_counter() - w0)
+    return best_cpu, best_wall, stats
+
+
+def warm_up_compiled(reference: Path, runs: list[dict]) -> float | None:
+    """CPU seconds of the compiled engine's one-off start in this process (numba import, JIT or cache load)."""
+    if not available() or not runs:
+        return None
+    c0 = time.process_time()
+    _time_run(reference, min(runs, key=lambda r: r["requests_done"]), "compiled", 1)
+    return time.process_time() - c0
+
+
+def run_reference(reference: Path, runs: list[dict], repeats: int, engines: list[str]) -> list[dict]:
     rows = []
     for run in runs:
-        best_cpu = best_wall = float("inf")
-        for _ in range(repeats):
-            w0, c0 = time.perf_counter(), time.process_time()
-            system = MemorySystem(reference / run["config"], functional=False)
-            TraceFrontend(system, read_trace(reference / run["trace"])).run(run["cycles"])
-            stats = system.stats(run["cycles"])
-            best_cpu = min(best_cpu, time.process_time() - c0)
-            best_wall = min(best_wall, time.perf_counter() - w0)
+        row = {"run": run["stats"].split("/")[1], "cycles": run["cycles"]}
         ref = json.loads((reference / run["stats"]).read_text())
-        worst = max(abs(stats[ch][k] - ref[ch][k]) / max(abs(ref[ch][k]), 1e-12) for ch in ref for k in KEYS)
-        done = int(_sum(stats, "num_reads_done") + _sum(stats, "num_writes_done"))
-        rows.append({
-            "run": run["stats"].split("/")[1], "cycles": run["cycles"], "requests_done": done,
-            "memsim_latency": _mean_latency(stats), "dramsim3_latency": _mean_latency(ref),
+        for engine in engines:
+            cpu, wall, stats = _time_run(reference, run, engine, repeats)
+            done = int(_sum(stats, "num_reads_done") + _sum(stats, "num_writes_done"))
+            worst = max(abs(stats[ch][k] - ref[ch][k]) / max(abs(ref[ch][k]), 1e-12) for ch in ref for k in KEYS)
+            row.update({f"{engine}_cpu_s": cpu, f"{engine}_wall_s": wall, f"{engine}_req_per_s_cpu": done / cpu,
+                        f"{engine}_cycles_per_s_cpu": run["cycles"] / cpu, f"{engine}_worst_rel_error": worst,
+                        f"{engine}_identical": stats == ref})  # fmt: skip
+        row.update({
+            "requests_done": done, "memsim_latency": _mean_latency(stats), "dramsim3_latency": _mean_latency(ref),
             "memsim_bw_gbps": _sum(stats, "average_bandwidth"), "dramsim3_bw_gbps": _sum(ref, "average_bandwidth"),
             "memsim_row_hits": int(_sum(stats, "num_read_row_hits")), "dramsim3_row_hits": int(_sum(ref, "num_read_row_hits")),
-            "worst_rel_error_per_channel": worst,
-            "memsim_cpu_s": best_cpu, "memsim_wall_s": best_wall, "dramsim3_wall_s": run["wall_s"],
-            "memsim_req_per_s_cpu": done / best_cpu, "dramsim3_req_per_s": run["requests_done"] / run["wall_s"],
+            "dramsim3_wall_s": run["wall_s"], "dramsim3_req_per_s": run["requests_done"] / run["wall_s"],
         })  # fmt: skip
-        print(f"{rows[-1]['run']:48s} err {worst:.2e}  memsim {best_cpu:6.3f}s cpu  dramsim3 {run['wall_s']:.3f}s")
+        rows.append(row)
+        times = "  ".join(f"{e} {row[f'{e}_cpu_s']:6.3f}s cpu" for e in engines)
+        print(f"{row['run']:48s} {times}  dramsim3 {run['wall_s']:.3f}s wall")
     return rows
 
 
-def run_synthetic(n: int, gap: int) -> dict:
+def run_synthetic(n: int, gap: int, engine: str) -> dict:
     system = MemorySystem("ddr4_8gb_x8_3200", functional=False)
     trace = random_trace(system.spec, n, seed=0, write_fraction=0.3, max_gap=gap, locality=0.2)
     cycles = int(trace.cycles[-1]) + 20_000
     c0 = time.process_time()
-    TraceFrontend(system, trace).run(cycles)
+    TraceFrontend(system, trace).run(cycles, engine=engine)
     cpu = time.process_time() - c0
     stats = system.stats(cycles)
     done = int(_sum(stats, "num_reads_done") + _sum(stats, "num_writes_done"))
-    return {"requests": n, "max_gap": gap, "cycles": cycles, "requests_done": done, "cpu_s": cpu,
+    return {"engine": engine, "requests": n, "max_gap": gap, "cycles": cycles, "requests_done": done, "cpu_s": cpu,
             "req_per_s": done / cpu, "cycles_per_s": cycles / cpu}  # fmt: skip
 
 
@@ -85,8 +108,17 @@ def plot(rows: list[dict], path: Path) -> None:
         return
     fig, ax = plt.subplots(figsize=(11, 4.5))
     x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], [r["memsim_req_per_s_cpu"] for r in rows], width=0.4, label="memsim (CPU time)")
-    ax.bar([i + 0.2 for i in x], [r["dramsim3_req_per_s"] for r in rows], width=0.4, label="DRAMSim3 (process wall)")
+    engines = [e for e in ("python", "compiled") if f"{e}_req_per_s_cpu" in rows[0]]
+    width = 0.8 / (len(engines) + 1)
+    for k, engine in enumerate(engines):
+        ax.bar([i + (k - len(engines) / 2) * width for i in x], [r[f"{engine}_req_per_s_cpu"] for r in rows],
+               width=width, label=f"memsim {engine} (CPU time)")  # fmt: skip
+    ax.bar(
+        [i + len(engines) / 2 * width for i in x],
+        [r["dramsim3_req_per_s"] for r in rows],
+        width=width,
+        label="DRAMSim3 (process wall)",
+    )
     ax.set_yscale("log")
     ax.set_xticks(list(x), [r["run"].replace("__", "\n") for r in rows], rotation=90, fontsize=6)
     ax.set_ylabel("simulated requests / s")
@@ -101,17 +133,22 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE)
     parser.add_argument("--smoke", action="store_true", help="two small runs only")
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--engines", default="python,compiled", help="comma-separated: python, compiled")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    engines = [e for e in args.engines.split(",") if e != "compiled" or available()]
     index = args.reference / "index.json"
     runs = json.loads(index.read_text())["runs"] if index.is_file() else []
     if args.smoke:
         runs = [r for r in runs if "gap200" in r["trace"]][:2]
-    rows = run_reference(args.reference, runs, 1 if args.smoke else args.repeats)
-    synthetic = [run_synthetic(2_000 if args.smoke else 50_000, gap) for gap in ((4, 400) if not args.smoke else (4,))]
+    warm = warm_up_compiled(args.reference, runs) if "compiled" in engines else None
+    rows = run_reference(args.reference, runs, 1 if args.smoke else args.repeats, engines)
+    n_syn = 2_000 if args.smoke else 50_000
+    synthetic = [run_synthetic(n_syn, gap, e) for gap in ((4,) if args.smoke else (4, 400)) for e in engines]
     result = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(), "python": platform.python_version(),
-              "date": time.strftime("%Y-%m-%d"), "reference_runs": rows, "synthetic": synthetic}  # fmt: skip
+              "cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "engines": engines,
+              "compiled_engine_start_cpu_s": warm, "reference_runs": rows, "synthetic": synthetic}  # fmt: skip
     write_atomic(args.out / "bench_memsim.json", json.dumps(result, indent=1))
     if rows:
         with open(args.out / "bench_memsim.csv", "w", newline="") as f:
@@ -119,14 +156,17 @@ def main() -> None:
             writer.writeheader()
             writer.writerows(rows)
         plot(rows, args.out / "bench_memsim_speed.png")
-    print(f"\n{'run':48s} {'lat ms/d3':>16s} {'GB/s ms/d3':>14s} {'memsim req/s':>13s} {'DRAMSim3 req/s':>15s}")
+    heads = "".join(f" {e + ' req/s':>16s}" for e in engines)
+    print(f"\n{'run':48s} {'lat ms/d3':>16s} {'GB/s ms/d3':>14s}{heads} {'DRAMSim3 req/s':>15s}")
     for r in rows:
+        speeds = "".join(f" {r[f'{e}_req_per_s_cpu']:16,.0f}" for e in engines)
         print(f"{r['run']:48s} {r['memsim_latency']:7.1f}/{r['dramsim3_latency']:7.1f} "
-              f"{r['memsim_bw_gbps']:6.2f}/{r['dramsim3_bw_gbps']:6.2f} {r['memsim_req_per_s_cpu']:13,.0f} "
-              f"{r['dramsim3_req_per_s']:15,.0f}")  # fmt: skip
+              f"{r['memsim_bw_gbps']:6.2f}/{r['dramsim3_bw_gbps']:6.2f}{speeds} {r['dramsim3_req_per_s']:15,.0f}")  # fmt: skip
     for s in synthetic:
-        print(f"synthetic {s['requests']} requests, gaps 0..{s['max_gap']}: {s['req_per_s']:,.0f} req/s, "
+        print(f"synthetic {s['engine']}: {s['requests']} requests, gaps 0..{s['max_gap']}: {s['req_per_s']:,.0f} req/s, "
               f"{s['cycles_per_s']:,.0f} simulated cycles/s")  # fmt: skip
+    if warm is not None:
+        print(f"compiled engine start (numba import + JIT or cache load), once per process: {warm:.2f} s CPU")
 
 
 if __name__ == "__main__":

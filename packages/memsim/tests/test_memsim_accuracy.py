@@ -1,15 +1,17 @@
-"""memsim against DRAMSim3's own output on the reference traces: within 3% (in practice: equal)."""
+"""memsim against DRAMSim3's own output on the reference traces: within 3% (in practice: equal), both engines."""
 
 import json
 from pathlib import Path
 
 import pytest
 from memsim import MemorySystem, TraceFrontend, read_trace
+from memsim.compiled import available
 
 REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "dramsim3"
 RUNS = json.loads((REFERENCE / "index.json").read_text())["runs"] if (REFERENCE / "index.json").is_file() else []
 EXACT_KEYS = ("num_reads_done", "num_writes_done", "num_read_row_hits", "num_act_cmds", "num_pre_cmds",
               "num_ref_cmds", "num_read_cmds", "num_write_cmds", "num_ondemand_pres", "hbm_dual_cmds")  # fmt: skip
+ENGINES = ["python", pytest.param("compiled", marks=pytest.mark.skipif(not available(), reason="numba not installed"))]
 ENERGY_KEYS = ("act_energy", "read_energy", "write_energy", "ref_energy", "total_energy", "average_power")
 
 
@@ -31,9 +33,10 @@ def _differences(ours: object, ref: object, path: str = "") -> list[tuple[str, o
 @pytest.mark.slow
 @pytest.mark.skipif(not RUNS, reason=f"DRAMSim3 reference data not found at {REFERENCE}")
 @pytest.mark.parametrize("run", RUNS, ids=[r["stats"].split("/")[1] for r in RUNS])
-def test_matches_dramsim3(run: dict) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_matches_dramsim3(run: dict, engine: str) -> None:
     system = MemorySystem(REFERENCE / run["config"], functional=False)
-    TraceFrontend(system, read_trace(REFERENCE / run["trace"])).run(run["cycles"])
+    TraceFrontend(system, read_trace(REFERENCE / run["trace"])).run(run["cycles"], engine=engine)
     ours = system.stats(run["cycles"])
     ref = json.loads((REFERENCE / run["stats"]).read_text())
     assert ours.keys() == ref.keys()

@@ -11,6 +11,8 @@ command queues are empty. Reads of an address with a buffered write are served f
 
 from collections.abc import Callable
 
+import numpy as np
+
 from memsim.address_mapping import AddressMapping
 from memsim.backing_store import BackingStore
 from memsim.channel_state import ChannelState
@@ -52,7 +54,8 @@ class ChannelController:
         self.last_arrival = 0
         self.read_delay, self.write_delay = spec.t("read_delay"), spec.t("write_delay")
         # logs the statistics are computed from (see memsim.stats)
-        self.commands: list[tuple[int, int, int, int, int, int, int, bool]] = []
+        self.commands: list[tuple[int, int, int, int, int, int, bool]] = []
+        self.command_table: np.ndarray | None = None  # `commands` as an int64 array, see command_array()
         self.completed: list[tuple[int, int, bool]] = []  # (completion cycle, latency, is_write)
         self.interarrivals: list[int] = []
         self.write_latencies: list[int] = []
@@ -63,6 +66,13 @@ class ChannelController:
         self.power_dirty = False  # a command opened or closed a bank since the last power note
         self.flushing = False  # MemorySystem.flush: drain the write buffer even below the threshold
         self.skip_idle = True  # False: tick every cycle, as DRAMSim3 does (used to test the event logic)
+
+    def command_array(self) -> np.ndarray:
+        """The command log as an (n, 7) int64 array (cycle, cmd, rank, bank, row, column, hit), cached."""
+        table = self.command_table
+        if table is None or len(table) != len(self.commands):
+            table = self.command_table = np.array(self.commands, dtype=np.int64).reshape(-1, 7)
+        return table
 
     # ---- frontend side
     def will_accept(self, is_write: bool) -> bool:

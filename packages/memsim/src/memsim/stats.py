@@ -62,7 +62,7 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
     """DRAMSim3's per-channel stats object for cycles [start, num_cycles)."""
     spec = ctrl.spec
     energy = EnergyModel.from_spec(spec)
-    cmds = np.array([(c[0], c[1], c[6]) for c in ctrl.commands], dtype=np.int64).reshape(-1, 3)
+    cmds = ctrl.command_array()[:, [0, 1, 6]]
     window = cmds[(cmds[:, 0] >= start) & (cmds[:, 0] < num_cycles)]
     counts = np.bincount(window[:, 1], minlength=len(Cmd))
     out: dict[str, Any] = {"channel": ctrl.channel, "epoch_num": epoch_num, "num_cycles": num_cycles - start}

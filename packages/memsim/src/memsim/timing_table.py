@@ -117,17 +117,16 @@ def build_windows(spec: DramSpec) -> list[WindowConstraint]:
     return windows
 
 
-def _in_scope(scope: str, src: tuple[int, int, int], dst: tuple[int, int, int]) -> bool:
-    (r0, g0, b0), (r1, g1, b1) = src, dst
-    if scope == "same_bank":
-        return src == dst
-    if scope == "same_bankgroup":
-        return r0 == r1 and g0 == g1 and b0 != b1
-    if scope == "other_bankgroup":
-        return r0 == r1 and g0 != g1
-    if scope == "other_rank":
-        return r0 != r1
-    return r0 == r1  # same_rank
+def _scope_masks(spec: DramSpec) -> dict[str, np.ndarray]:
+    """scope -> boolean (source bank, destination bank) matrix over rank-major flat banks."""
+    ranks, groups, banks = np.meshgrid(np.arange(spec.ranks), np.arange(spec.bankgroups),
+                                       np.arange(spec.banks_per_group), indexing="ij")  # fmt: skip
+    r, g, b = (x.reshape(-1) for x in (ranks, groups, banks))
+    same_r = r[:, None] == r[None, :]
+    same_g = same_r & (g[:, None] == g[None, :])
+    same_b = same_g & (b[:, None] == b[None, :])
+    return {"same_bank": same_b, "same_bankgroup": same_g & ~same_b, "other_bankgroup": same_r & ~same_g,
+            "other_rank": ~same_r, "same_rank": same_r}  # fmt: skip
 
 
 def compile_offsets(spec: DramSpec, constraints: list[TimingConstraint]) -> np.ndarray:
@@ -136,13 +135,10 @@ def compile_offsets(spec: DramSpec, constraints: list[TimingConstraint]) -> np.n
     Issuing `cmd` to `src_bank` at clk updates the earliest-issue table with
     `np.maximum(table, clk + offsets[cmd, src_bank])`, one vector operation per command.
     """
-    coords = [(r, g, b) for r in range(spec.ranks) for g in range(spec.bankgroups) for b in range(spec.banks_per_group)]
-    n = len(coords)
+    masks = _scope_masks(spec)
+    n = spec.ranks * spec.bankgroups * spec.banks_per_group
     offsets = np.full((N_CMD, n, n * N_CMD), NEVER, dtype=np.int64)
     for c in constraints:
-        for s, src in enumerate(coords):
-            for d, dst in enumerate(coords):
-                if _in_scope(c.scope, src, dst):
-                    k = d * N_CMD + c.following
-                    offsets[c.preceding, s, k] = max(offsets[c.preceding, s, k], c.latency)
+        view = offsets[c.preceding][:, c.following :: N_CMD]  # [src bank, dst bank] for this following command
+        np.maximum(view, np.where(masks[c.scope], c.latency, NEVER), out=view)
     return offsets

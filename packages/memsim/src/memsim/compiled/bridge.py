@@ -6,8 +6,12 @@ writes every log and every piece of controller state back into the Python object
 engine would have left (tests compare the two).
 """
 
+import gc
+import tempfile
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
@@ -22,6 +26,13 @@ EngineArrays = namedtuple("EngineArrays", "K CH TR AD LOGT LOGC G layout")
 REF_POLICIES = {"RANK_LEVEL_STAGGERED": L.REF_STAGGERED, "RANK_LEVEL_SIMULTANEOUS": L.REF_SIMULTANEOUS,
                 "BANK_LEVEL_STAGGERED": L.REF_PER_BANK}  # fmt: skip
 CHUNK_CYCLES = 1 << 20  # progress is reported between chunks
+MIN_COMMAND_LOG = 1024  # initial rows of the command log per channel; doubled when full
+_loaded = False  # the kernel has been compiled or loaded from numba's cache in this process
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock, at worst two processes compile at once
+    fcntl = None
 
 
 def is_fresh(frontend) -> bool:
@@ -109,7 +120,7 @@ def build_arrays(frontend) -> EngineArrays:
     TR, distinct = _decode(frontend)
     per_channel = int(np.bincount(TR[:, L.T_CH], minlength=nch).max()) if len(TR) else 0
     LOGT = np.zeros((nch, max(per_channel, 1), 5), dtype=np.int64)
-    LOGC = np.zeros((nch, max(1024, 4 * per_channel), L.C_PWR + 1 + ranks), dtype=np.int64)
+    LOGC = np.zeros((nch, max(MIN_COMMAND_LOG, 4 * per_channel), L.C_PWR + 1 + ranks), dtype=np.int64)
     LOGC[:, 0, L.C_PWR + 1 :] = 1  # cycle 0: every rank idle
     AD = np.full((len(distinct), 3), -1, dtype=np.int64)
     G = np.array([frontend.index, frontend.n, frontend.one_shot], dtype=np.int64)
@@ -123,6 +134,23 @@ def _grow(a: EngineArrays) -> EngineArrays:
     return a._replace(LOGC=out)
 
 
+@contextmanager
+def _first_compile_lock() -> Iterator[None]:
+    """Serialise the first call in each process, so that concurrent processes (test workers) compile the
+    kernel once and the others load it from numba's cache instead of compiling it too."""
+    global _loaded
+    if _loaded or fcntl is None:
+        yield
+        return
+    with open(Path(tempfile.gettempdir()) / "memsim-compiled-engine.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+            _loaded = True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def run_compiled(frontend, num_cycles: int, progress: Callable[[int], None] | None = None) -> None:
     """Simulate [0, num_cycles) on the compiled engine and leave the Python objects as the Python engine would."""
     from memsim.compiled.kernel import run_loop
@@ -131,12 +159,19 @@ def run_compiled(frontend, num_cycles: int, progress: Callable[[int], None] | No
     c = 0
     while c < num_cycles:
         stop = min(num_cycles, c + CHUNK_CYCLES) if progress is not None else num_cycles
-        c, status = run_loop(a.K, a.CH, a.TR, a.AD, a.LOGT, a.LOGC, a.G, c, stop)
+        with _first_compile_lock():
+            c, status = run_loop(a.K, a.CH, a.TR, a.AD, a.LOGT, a.LOGC, a.G, c, stop)
         if status == 1:
             a = _grow(a)
         elif progress is not None:
             progress(min(c, num_cycles))
-    export(frontend, a, distinct)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # export builds ~10^5 small tuples; collections would rescan everything numba keeps alive
+    try:
+        export(frontend, a, distinct)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     frontend.system.clk = num_cycles
 
 
@@ -165,9 +200,13 @@ def export(frontend, a: EngineArrays, distinct: np.ndarray) -> None:
         view = lambda key, row=row: layout.view(row, key)  # noqa: E731
         _export_state(ctrl.state, view)
         logc, logt = a.LOGC[ch], a.LOGT[ch]
-        ctrl.commands = [(c, k, r, b, ro, co, h == 1) for c, k, r, b, ro, co, h in
-                         logc[: s[L.S_CMD_LEN], : L.C_HIT + 1].tolist()]  # fmt: skip
-        ctrl.completed = [(c, lat, w == 1) for c, lat, w in logt[: s[L.S_COMP_LEN], : L.L_COMP_WRITE + 1].tolist()]
+        n_cmd, n_done = s[L.S_CMD_LEN], s[L.S_COMP_LEN]
+        table = logc[:n_cmd, : L.C_HIT + 1]
+        ctrl.commands = list(zip(*table[:, : L.C_HIT].T.tolist(), table[:, L.C_HIT].astype(bool).tolist(), strict=True))
+        ctrl.command_table = table.copy()
+        done = logt[:n_done]
+        ctrl.completed = list(zip(done[:, L.L_COMP_CYCLE].tolist(), done[:, L.L_COMP_LAT].tolist(),
+                                  done[:, L.L_COMP_WRITE].astype(bool).tolist(), strict=True))  # fmt: skip
         ctrl.interarrivals = logt[: s[L.S_IA_LEN], L.L_IA].tolist()
         ctrl.write_latencies = logt[: s[L.S_WL_LEN], L.L_WL].tolist()
         ctrl.dual_issue_cycles = logc[: s[L.S_DUAL_LEN], L.C_DUAL].tolist()

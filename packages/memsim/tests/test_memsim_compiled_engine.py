@@ -1,0 +1,118 @@
+"""The compiled engine (numba) against the Python engine: same commands, stats and final state."""
+
+import pytest
+from memsim import MemorySystem, MemsimError, TraceFrontend
+from memsim.compiled import available, bridge
+from memsim.fuzz import random_trace
+from memsim.presets import preset_names, preset_sections
+from memsim.spec import spec_from_sections
+
+pytestmark = pytest.mark.skipif(not available(), reason="numba is not installed (memsim[fast])")
+
+VARIANTS = {
+    "close_page": {"row_buf_policy": "CLOSE_PAGE"},
+    "per_rank_queues": {"queue_structure": "PER_RANK"},
+    "fcfs": {"scheduler": "fcfs"},
+    "fcfs_per_rank": {"scheduler": "fcfs", "queue_structure": "PER_RANK"},
+    "bank_refresh": {"refresh_policy": "BANK_LEVEL_STAGGERED"},
+    "simultaneous_refresh": {"refresh_policy": "RANK_LEVEL_SIMULTANEOUS"},
+    "unified_queue": {"unified_queue": "True"},
+    "small_queues": {"cmd_queue_size": "2", "trans_queue_size": "4", "write_drain_threshold": "2"},
+}
+
+
+def _variant(name: str, **system: str):
+    sections = preset_sections(name)
+    return spec_from_sections({**sections, "system": {**sections["system"], **system}}, name=name)
+
+
+def snapshot(system: MemorySystem) -> list[dict]:
+    """Everything a controller keeps (logs and state), in comparable form; `where` is a cache and left out."""
+    out = []
+    for c in system.channels:
+        st, q = c.state, c.cmdq
+        trans = lambda t: (t.addr, t.is_write, t.added_cycle, t.complete_cycle)  # noqa: E731
+        out.append({
+            "logs": (c.commands, c.completed, c.interarrivals, c.write_latencies, c.dual_issue_cycles, c.power_runs),
+            "banks": (st.earliest, st.state, st.open_row, st.row_hits, st.act_windows, st.open_banks_in_rank),
+            "queues": ([trans(t) for t in c.read_queue], [trans(t) for t in c.write_buffer],
+                       {a: [trans(t) for t in v] for a, v in c.pending_reads.items()},
+                       {a: trans(t) for a, t in c.pending_writes.items()}, c.pending_write_data),
+            "refresh": (c.refresh_queue, c.refresh.next_due, c.refresh._rank, c.refresh._bankgroup, c.refresh._bank),
+            "scalars": (c.write_draining, c.next_wake, c.last_arrival, c.power_dirty),
+            "cmdq": ([[(x.cmd, x.addr, x.rank, x.bankgroup, x.bank_in_group, x.bank, x.row, x.column) for x in queue]
+                      for queue in q.queues], q.bound, q.queue_idx, q.count, q.dirty, q.in_refresh,
+                     q.refresh_queues, q.scheduler.ondemand_precharges),
+        })  # fmt: skip
+    return out
+
+
+def _run(spec, trace, cycles: int, engine: str) -> tuple[MemorySystem, TraceFrontend]:
+    system = MemorySystem(spec, functional=False)
+    frontend = TraceFrontend(system, trace)
+    frontend.run(cycles, engine=engine)
+    return system, frontend
+
+
+def _assert_same(spec, trace, cycles: int) -> None:
+    fast, _ = _run(spec, trace, cycles, "compiled")
+    slow, _ = _run(spec, trace, cycles, "python")
+    assert fast.issued_commands() == slow.issued_commands()
+    assert fast.stats() == slow.stats()
+    assert snapshot(fast) == snapshot(slow)
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_presets_same_as_python(name: str) -> None:
+    system = MemorySystem(name, functional=False)
+    _assert_same(system.spec, random_trace(system.spec, 1200, seed=3, write_fraction=0.4, max_gap=4), 25_000)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_controller_variants_same_as_python(variant: str) -> None:
+    spec = _variant("ddr4_8gb_x8_3200", **VARIANTS[variant])
+    _assert_same(spec, random_trace(spec, 1200, seed=5, write_fraction=0.45, max_gap=3, locality=0.6), 25_000)
+
+
+def test_python_continues_where_the_compiled_engine_stopped() -> None:
+    """The exported state is complete: compiled to 8k cycles then Python to 30k equals Python throughout."""
+    spec = _variant("hbm2_8gb_x128")
+    trace = random_trace(spec, 3000, seed=8, write_fraction=0.3, max_gap=6, locality=0.6)
+    fast, frontend = _run(spec, trace, 8_000, "compiled")
+    assert 0 < frontend.index < frontend.n  # stopped mid-trace, with requests in flight
+    assert any(c.read_queue or c.cmdq.count for c in fast.channels)
+    frontend.run(30_000)  # no longer fresh: "auto" runs the Python engine
+    slow, _ = _run(spec, trace, 30_000, "python")
+    assert snapshot(fast) == snapshot(slow)
+    fast.drain()
+    slow.drain()
+    assert fast.stats() == slow.stats()
+
+
+def test_command_log_grows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bridge, "MIN_COMMAND_LOG", 8)
+    spec = _variant("lpddr4_8gb_x16_2400")
+    trace = random_trace(spec, 20, seed=1, max_gap=30_000)  # sparse: mostly refreshes, far more than 4 per request
+    _assert_same(spec, trace, 1_000_000)
+
+
+def test_progress_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bridge, "CHUNK_CYCLES", 10_000)
+    system = MemorySystem("ddr4_8gb_x8_3200", functional=False)
+    seen: list[int] = []
+    TraceFrontend(system, random_trace(system.spec, 300, seed=2)).run(50_000, progress=seen.append, engine="compiled")
+    assert len(seen) >= 4 and seen == sorted(seen) and seen[-1] == 50_000  # idle skips may pass a chunk's end
+
+
+def test_engine_choice_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    system = MemorySystem("ddr4_8gb_x8_3200", functional=False)
+    frontend = TraceFrontend(system, random_trace(system.spec, 50, seed=0))
+    with pytest.raises(MemsimError, match="engine 'turbo'; allowed: auto, python, compiled"):
+        frontend.run(100, engine="turbo")
+    monkeypatch.setenv("MEMSIM_ENGINE", "bogus")
+    with pytest.raises(MemsimError, match="engine 'bogus'"):
+        frontend.run(100)
+    monkeypatch.delenv("MEMSIM_ENGINE")
+    system.add_transaction(0x40, False)  # no longer fresh
+    with pytest.raises(MemsimError, match="already simulated or queued"):
+        frontend.run(100, engine="compiled")
