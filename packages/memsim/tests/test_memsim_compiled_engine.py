@@ -116,3 +116,42 @@ def test_engine_choice_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     system.add_transaction(0x40, False)  # no longer fresh
     with pytest.raises(MemsimError, match="already simulated or queued"):
         frontend.run(100, engine="compiled")
+
+
+PARSER_CASES = [
+    "", "0x10 READ 5\n", "10 write 7", "0X1f\tP_MEM_WR\t9\r\n0x20 P_FETCH 10\n", "0x1 READ 5\r",
+    "0x READ 5\n", "0x1 READ 5 6\n", "0x1 READ\n", "0x1 READ 5\n\n0x2 READ 6\n", "0x1 FOO 5\n", "-0x1 READ 5\n",
+    "0x1 READ -5\n", "0x1 READX 5\n", "0x" + "f" * 18 + " READ 1\n", "# comment\n0x1 READ 5\n", "0x1g READ 5\n",
+    "0x1 READ 5x\n", " \t0x40  boff  3 \n", "0x1\rREAD 5\n",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", PARSER_CASES)
+def test_compiled_parser_agrees_or_defers(text: str) -> None:
+    """The compiled parser either reads a text exactly as the Python parser does or leaves it to it."""
+    from memsim.trace import _parse_compiled, _parse_lines
+
+    fast = _parse_compiled(text, "<t>")
+    if fast is None:
+        return
+    slow = _parse_lines(text, "<t>")
+    for key in ("addrs", "is_write", "cycles"):
+        assert (
+            getattr(fast, key).tolist() == getattr(slow, key).tolist()
+            and getattr(fast, key).dtype == getattr(slow, key).dtype
+        )
+    assert fast.ends_with_newline == slow.ends_with_newline
+
+
+def test_compiled_parser_reads_a_generated_trace() -> None:
+    from memsim.trace import _parse_compiled, _parse_lines
+
+    spec = _variant("ddr4_8gb_x8_3200")
+    tr = random_trace(spec, 3000, seed=4)
+    text = "".join(
+        f"{a:#x} {'WRITE' if w else 'READ'} {c}\n" for a, w, c in zip(tr.addrs, tr.is_write, tr.cycles, strict=True)
+    )
+    fast, slow = _parse_compiled(text, "<t>"), _parse_lines(text, "<t>")
+    assert fast is not None
+    assert fast.addrs.tolist() == slow.addrs.tolist() == tr.addrs.tolist()
+    assert fast.cycles.tolist() == slow.cycles.tolist() and fast.is_write.tolist() == slow.is_write.tolist()

@@ -38,6 +38,30 @@ class Trace:
 
 def parse_trace_text(text: str, source: str = "<trace>") -> Trace:
     """Parse trace text; a malformed line is an error naming its number and text."""
+    fast = _parse_compiled(text, source) if len(text) > 1 << 16 else None
+    return fast if fast is not None else _parse_lines(text, source)
+
+
+def _parse_compiled(text: str, source: str) -> Trace | None:
+    """The compiled parser on a plain trace (None: not installed, not wanted, or not plain)."""
+    from memsim.compiled import available
+
+    if not available() or os.environ.get("MEMSIM_ENGINE") == "python" or not text.isascii():
+        return None
+    from memsim.compiled.trace_kernel import op_codes, parse_plain
+
+    names = sorted(WRITE_OPS | READ_OPS)
+    buf = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    lines = text.count("\n") + 1
+    addrs, writes, cycles = (np.zeros(lines, dtype=np.int64) for _ in range(3))
+    is_write = np.array([name in WRITE_OPS for name in names], dtype=np.int64)
+    k = parse_plain(buf, op_codes(names), is_write, addrs, writes, cycles)
+    if k < 0:
+        return None
+    return Trace(addrs[:k], writes[:k].astype(bool), cycles[:k], text.endswith("\n"), source)
+
+
+def _parse_lines(text: str, source: str) -> Trace:
     addrs, writes, cycles = [], [], []
     for lineno, line in enumerate(text.splitlines(), start=1):
         parts = line.split()
