@@ -2,13 +2,9 @@
 
 import csv
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-MAIN = Path(__file__).resolve().parents[1] / "main.py"
 TINY = [
     "bench.collectives.collectives=[all_reduce,all_gather]",
     "bench.collectives.max_bytes=2K",
@@ -28,23 +24,10 @@ TINY = [
 ]
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, str(MAIN), *args, f"paths.root_dir={tmp_path}"],
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return proc
-
-
 @pytest.mark.slow
 @pytest.mark.distributed
-def test_characterize_writes_results_plots_and_measured_preset(tmp_path):
-    _run(tmp_path, *TINY)
+def test_characterize_writes_results_plots_and_measured_preset(run_service, tmp_path):
+    run_service("characterize", *TINY)
     (run_dir,) = (tmp_path / "outputs" / "characterize").glob("*/*")
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["measured"]["bf16_matmul_flops"] > 0 and summary["measured"]["allreduce_busbw_gbps"] > 0
@@ -67,9 +50,9 @@ def test_characterize_writes_results_plots_and_measured_preset(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.distributed
-def test_characterize_multirun_merges_the_jobs(tmp_path):
-    _run(
-        tmp_path,
+def test_characterize_multirun_merges_the_jobs(run_service, tmp_path):
+    run_service(
+        "characterize",
         "-m",
         "bench.collectives.dtypes=[float32],[bfloat16]",
         "bench.gemm.enabled=false",
@@ -84,14 +67,7 @@ def test_characterize_multirun_merges_the_jobs(tmp_path):
     assert (sweep / "merged" / "plots" / "busbw_all_reduce.png").exists()
 
 
-def test_bad_config_fails_at_start_with_the_key(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(MAIN), "bench.collectives.min_bytes=1M", f"paths.root_dir={tmp_path}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-    )
+def test_bad_config_fails_at_start_with_the_key(run_service):
+    proc = run_service("characterize", "bench.collectives.min_bytes=1M", expect_ok=False, timeout=120)
     assert proc.returncode != 0
     assert "bench.collectives.min_bytes = '1M'" in proc.stderr and "sizes out of order" in proc.stderr
