@@ -153,7 +153,7 @@ def _first_compile_lock() -> Iterator[None]:
 
 def run_compiled(frontend, num_cycles: int, progress: Callable[[int], None] | None = None) -> None:
     """Simulate [0, num_cycles) on the compiled engine and leave the Python objects as the Python engine would."""
-    from memsim.compiled.kernel import run_loop
+    from memsim.compiled.frontend_kernel import run_loop
 
     a, distinct = build_arrays(frontend)
     c = 0
