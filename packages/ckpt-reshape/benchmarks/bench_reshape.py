@@ -6,8 +6,10 @@ Measures, each conversion in its own child process (peak RSS from `os.wait4`):
   * torch's own `dcp_to_torch_save` on the same source.
 Reports throughput against `cp` (target >= 70%) and peak RSS against the largest tensor (target <= 2x; the
 RSS of a child that only imports torch and ckpt_reshape is shown too, since it is part of every peak).
+Every job runs `--repeats` times, interleaved round by round (the machine may be shared), each after an
+`os.sync()`; times are medians, peak RSS the largest seen.
 
-    python packages/ckpt-reshape/benchmarks/bench_reshape.py --out OUT [--layers 3] [--smoke]
+    python packages/ckpt-reshape/benchmarks/bench_reshape.py --out OUT [--layers 3] [--repeats 3] [--smoke]
 
 Writes OUT/bench_reshape.json and OUT/bench_reshape.png and prints a table.
 """
@@ -18,6 +20,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,6 +115,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=3, help="decoder layers (3 at base width is about 2.3 GB)")
     parser.add_argument("--workdir", type=Path, default=None, help="scratch folder on the disk under test")
     parser.add_argument("--smoke", action="store_true", help="tiny widths, for a CI check that the script runs")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; times are medians, RSS the max")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     dims = SMOKE if args.smoke else BASE
@@ -122,6 +126,7 @@ def main() -> None:
         "dims": dims,
         "layers": args.layers,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "repeats": args.repeats,
         "runs": {},
     }
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="bench_reshape_") as tmp:
@@ -183,16 +188,36 @@ def main() -> None:
             "convert dcp->hf": "o.hf",
             "convert dcp->zarr": "o.zarr",
         }
-        for name, argv in jobs.items():
-            wall, work_s, rss = run_child(argv)
-            written = folder_bytes(work / outputs[name]) if name in outputs else 0
-            results["runs"][name] = {"wall_s": wall, "work_s": work_s, "peak_rss_bytes": rss, "bytes_written": written}
-            print(f"{name:36s} {wall:7.2f} s (work {work_s:7.2f} s)  peak RSS {rss / 1e9:6.3f} GB", flush=True)
-            if name in outputs and name not in {"cp -r", "cp -r + fsync"}:
-                shutil.rmtree(work / outputs[name], ignore_errors=True) if (work / outputs[name]).is_dir() else (
-                    work / outputs[name]
-                ).unlink()
+        samples: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name in jobs}
+        for rep in range(args.repeats):  # interleaved: every job once per round, so load drifts hit all alike
+            for name, argv in jobs.items():
+                os.sync()  # start each run with no dirty pages left over from the previous one
+                wall, work_s, rss = run_child(argv)
+                written = folder_bytes(work / outputs[name]) if name in outputs else 0
+                samples[name].append((wall, work_s, rss, written))
+                print(
+                    f"[{rep + 1}/{args.repeats}] {name:36s} {wall:7.2f} s (work {work_s:7.2f} s)  "
+                    f"peak RSS {rss / 1e9:6.3f} GB",
+                    flush=True,
+                )
+                if name in outputs:
+                    _remove(work / outputs[name])
+        for name, runs in samples.items():
+            results["runs"][name] = {
+                "wall_s": statistics.median(r[0] for r in runs),
+                "work_s": statistics.median(r[1] for r in runs),
+                "work_s_samples": [r[1] for r in runs],
+                "peak_rss_bytes": max(r[2] for r in runs),
+                "bytes_written": runs[-1][3],
+            }
     _summarise(results, args.out)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():
+        path.unlink()
 
 
 def _summarise(results: dict, out: Path) -> None:

@@ -13,7 +13,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_reshape.py"
 @pytest.mark.slow
 def test_bench_reshape_smoke(tmp_path: Path):
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--smoke", "--layers", "2"],
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--smoke", "--layers", "2", "--repeats", "1"],
         capture_output=True,
         text=True,
         timeout=600,

@@ -1,4 +1,6 @@
-"""`zaya ckpt inspect|convert|verify` as a real subprocess of the installed `zaya` command."""
+"""`zaya ckpt inspect|convert|verify`: one real subprocess of the installed `zaya` command (the entry point
+mounts the sub-app and a conversion runs end to end), then the other commands through the same typer app
+in-process (same parsing, output and exit codes, without another interpreter start per command)."""
 
 import shutil
 import subprocess
@@ -6,26 +8,43 @@ import sys
 from pathlib import Path
 
 import pytest
+from ckpt_reshape.cli import app
+from typer.testing import CliRunner
 
 ZAYA = shutil.which("zaya") or str(Path(sys.executable).parent / "zaya")
 
 
-def _zaya(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([ZAYA, "ckpt", *args], capture_output=True, text=True, timeout=240)
-
-
 @pytest.mark.slow
-def test_inspect_convert_verify(tmp_path: Path, src_dcp: Path):
+def test_inspect_convert_verify(tmp_path: Path, src_dcp: Path, src_state: dict, write_dcp, snapshot):
     if not Path(ZAYA).exists():
         pytest.skip("the `zaya` command is not installed (pip install -e tools/zaya-cli)")
-    shown = _zaya("inspect", str(src_dcp), "--limit", "3")
-    assert shown.returncode == 0, shown.stderr
-    assert "format: dcp" in shown.stdout and "embed_tokens.weight" in shown.stdout and "bfloat16" in shown.stdout
     dst = tmp_path / "out.zarr"
-    done = _zaya("convert", str(src_dcp), str(dst), "--to", "zarr", "--layout", "dp=4,ep=4,fsdp=1")
+    done = subprocess.run(
+        [ZAYA, "ckpt", "convert", str(src_dcp), str(dst), "--to", "zarr", "--layout", "dp=4,ep=4,fsdp=1"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr
-    assert "layout dp=4,tp=1,pp=1,ep=4,fsdp=1" in done.stdout
-    again = _zaya("convert", str(src_dcp), str(dst), "--to", "zarr")
-    assert again.returncode == 2 and "already exists; pass --force" in again.stderr
-    same = _zaya("verify", str(src_dcp), str(dst))
-    assert same.returncode == 0 and "logical comparison: OK" in same.stdout
+    assert "layout dp=4,tp=1,pp=1,ep=4,fsdp=1" in done.stdout and dst.is_dir()
+
+    cli = CliRunner()
+    shown = cli.invoke(app, ["inspect", str(dst), "--limit", "3"])
+    assert shown.exit_code == 0, shown.output
+    assert "format: zarr" in shown.stdout and "layout: dp=4,tp=1,pp=1,ep=4,fsdp=1" in shown.stdout
+    assert (
+        "model.embed_tokens.weight" in shown.stdout and "bfloat16" in shown.stdout and "more (--limit 0" in shown.stdout
+    )
+    before = snapshot(dst)
+    again = cli.invoke(app, ["convert", str(src_dcp), str(dst), "--to", "zarr", "--quiet"])
+    assert again.exit_code == 2 and "already exists; pass --force" in again.stderr
+    assert snapshot(dst) == before
+    same = cli.invoke(app, ["verify", str(src_dcp), str(dst)])
+    assert same.exit_code == 0 and "logical comparison: OK" in same.stdout
+    checked = cli.invoke(app, ["verify", str(dst)])
+    assert checked.exit_code == 0 and "checksums: OK" in checked.stdout
+    src_state["model"]["final_norm.weight"][3] += 1.0
+    other = write_dcp(src_state, tmp_path / "other.dcp")
+    differs = cli.invoke(app, ["verify", str(dst), str(other)])
+    assert differs.exit_code == 1 and "FAILED (1 problems)" in differs.stdout
+    assert "'model.final_norm.weight': bytes differ" in differs.stdout
