@@ -7,12 +7,15 @@ width and carries the torch dtype in its `dtype` attribute: bf16 round trips bit
 
 from __future__ import annotations
 
+import os
+import sys
 from math import gcd
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ckpt_reshape.byte_ranges import Target
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, fsync_path, layout_from_sidecar
 from ckpt_reshape.index import TensorMeta, dtype_from_name, dtype_name
@@ -132,19 +135,53 @@ class ZarrWriter(CheckpointWriter):
         self.root = zarr.open_group(store=str(self.target), mode="w", zarr_format=3)
         self.tensors = self.root.create_group("tensors")
         self.objects = self.root.create_group("objects")
+        self._open: list[int] = []  # chunk files of the tensor being streamed
 
-    def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
+    def _create(self, name: str):
         meta = self.index.tensors[name]
-        words = _to_numpy(tensor)
-        array = self.tensors.create_array(
+        return self.tensors.create_array(
             name,
             shape=meta.shape,
             chunks=chunk_shape(meta, self.pieces[name]),
-            dtype=words.dtype,
+            dtype=_WORD[meta.dtype.itemsize],
             compressors=None,
             fill_value=0,
             attributes={"dtype": dtype_name(meta.dtype)},
         )
+
+    def _close_chunk_files(self) -> None:
+        for fd in self._open:
+            os.close(fd)
+        self._open.clear()
+
+    def can_stream(self, name: str) -> bool:
+        """Chunks of whole rows are runs of the logical bytes; uncompressed, each chunk file is just those bytes."""
+        meta = self.index.tensors[name]
+        if not meta.shape or meta.shape[0] == 0 or sys.byteorder != "little":
+            return False
+        return chunk_shape(meta, self.pieces[name])[1:] == meta.shape[1:]
+
+    def stream_targets(self, name: str) -> list[Target]:
+        """One chunk file per dim-0 chunk, written as zarr v3 stores it (raw little-endian words, no codec)."""
+        self._close_chunk_files()
+        meta = self.index.tensors[name]
+        array = self._create(name)
+        rows, row_bytes = array.chunks[0], meta.nbytes // meta.shape[0]
+        targets = []
+        for i in range(-(-meta.shape[0] // rows)):
+            path = self.target / "tensors" / name / array.metadata.encode_chunk_key((i,) + (0,) * (len(meta.shape) - 1))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            self._open.append(fd)
+            os.ftruncate(fd, rows * row_bytes)  # an edge chunk is stored whole, padded with the fill value 0
+            targets.append(Target(fd, 0, i * rows * row_bytes, min(rows, meta.shape[0] - i * rows) * row_bytes))
+        return targets
+
+    def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
+        self._close_chunk_files()
+        meta = self.index.tensors[name]
+        words = _to_numpy(tensor)
+        array = self._create(name)
         # zarr copies what it encodes (and encodes several chunks at once), so hand it one slab of whole chunks
         # at a time: the extra memory is a slab, not a second copy of the tensor
         chunks = array.chunks
@@ -164,6 +201,7 @@ class ZarrWriter(CheckpointWriter):
         array[...] = data
 
     def finish(self, sidecar: dict) -> None:
+        self._close_chunk_files()
         paths = {k: list(self.index.path_of(k)) for k in [*sidecar["tensors"], *sidecar["objects"]]}
         self.root.attrs["ckpt_reshape"] = {**sidecar, "paths": paths, "hf_config": self.index.hf_config}
         for path in sorted(self.target.rglob("*"), reverse=True):
