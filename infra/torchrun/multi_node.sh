@@ -14,6 +14,10 @@ cd "$(dirname "$0")/../.."
 NPROC=${NPROC:-$(python3 -c "import torch; print(max(torch.cuda.device_count(), 1))")}
 PYTHON=${PYTHON:-python3}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# A restarted group must not dial the previous attempt's dead gloo/NCCL peers through a shared store.
+export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=${TORCH_DISABLE_SHARE_RDZV_TCP_STORE:-1}
+# NVLink multicast off (shared hosts); failed collectives raise instead of hanging (see infra/README.md).
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TORCH_NCCL_ASYNC_ERROR_HANDLING=${TORCH_NCCL_ASYNC_ERROR_HANDLING:-3}
 exec "$PYTHON" -m torch.distributed.run \
   --nnodes="$NNODES" \
   --nproc_per_node="$NPROC" \

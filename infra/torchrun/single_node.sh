@@ -13,6 +13,10 @@ fi
 RUN_DIR=${RUN_DIR:-outputs/pretrain/torchrun-$(date +%Y-%m-%d_%H-%M-%S)}
 PYTHON=${PYTHON:-python3}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# A restarted group must not dial the previous attempt's dead gloo/NCCL peers through a shared store.
+export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=${TORCH_DISABLE_SHARE_RDZV_TCP_STORE:-1}
+# NVLink multicast off (shared hosts); failed collectives raise instead of hanging (see infra/README.md).
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TORCH_NCCL_ASYNC_ERROR_HANDLING=${TORCH_NCCL_ASYNC_ERROR_HANDLING:-3}
 exec "$PYTHON" -m torch.distributed.run \
   --standalone \
   --nproc_per_node="$NPROC" \

@@ -4,9 +4,11 @@ recipe against model and data (every bad input fails here, before any step), pre
 
 import json
 import logging
+import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
@@ -80,7 +82,10 @@ def create_trainer(
     ctx = ctx or init_distributed(train.distributed, train.device)
     if ctx.device.type == "cpu" and train.cpu_threads is not None:
         torch.set_num_threads(train.cpu_threads)
-    torch.manual_seed(train.seed)  # the same initial weights on every rank
+    # The same initial weights on every rank, and every other RNG seeded too, so a config gives one run.
+    random.seed(train.seed)
+    np.random.seed(train.seed)
+    torch.manual_seed(train.seed)
     model = build_model(model_cfg).to(ctx.device)
     check_recipe(recipe, train, int(model.max_positions), ctx.world_size)
     progress = logging_cfg.progress if logging_cfg else True
