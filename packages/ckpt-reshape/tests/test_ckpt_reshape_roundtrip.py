@@ -103,3 +103,19 @@ def test_zarr_keeps_bf16_as_raw_words_and_chunks_along_splits(tmp_path: Path, sr
     assert array.chunks[0] == 2  # 8 experts over ep=4: one chunk row per EP rank's experts
     words = torch.from_numpy(np.asarray(array[...]).view(np.int16))
     assert torch.equal(words, src_state["model"]["layers.0.experts.gate_up"].view(torch.int16))
+
+
+def test_zarr_streamed_chunks_include_a_padded_edge_chunk(tmp_path: Path, src_dcp: Path, src_state: dict, monkeypatch):
+    import zarr
+    from ckpt_reshape.formats import zarr_format
+
+    monkeypatch.setattr(zarr_format, "MAX_CHUNK_BYTES", 1000)  # 15 rows of 64 bytes: 96 rows end in a 6-row chunk
+    out = tmp_path / "edge.zarr"
+    convert(src_dcp, out, "zarr")
+    array = zarr.open_group(str(out), mode="r")["tensors/model.embed_tokens.weight"]
+    assert array.chunks == (15, 32)
+    edge = out / "tensors" / "model.embed_tokens.weight" / "c" / "6" / "0"
+    assert edge.stat().st_size == 15 * 64  # stored whole, as zarr stores edge chunks
+    words = torch.from_numpy(np.asarray(array[...]).view(np.int16))
+    assert torch.equal(words, src_state["model"]["embed_tokens.weight"].view(torch.int16))
+    assert compare(src_dcp, out).ok and verify(out).ok

@@ -44,7 +44,7 @@ def test_copier_moves_and_hashes_every_byte(tmp_path: Path, kernel_copy: bool):
         extents = [Extent(fd_src, layout[lo], hi - lo, src) for lo, hi in itertools.pairwise(cuts)]
         pieces = [(0, 450), (450, 999), (999, 1000)]  # targets at scattered offsets of one file
         targets = [Target(fd_dst, 5000 - 3 * lo, lo, hi - lo) for lo, hi in pieces]
-        copier = StreamCopier(block_bytes=64, buffers=2)
+        copier = StreamCopier(copy_chunk=64, hash_window=100)
         copier.kernel_copy = kernel_copy
         digest = copier.copy("t", extents, targets, 1000)
         copier.close()

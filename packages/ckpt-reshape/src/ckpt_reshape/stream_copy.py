@@ -4,10 +4,16 @@ Most reshapes and conversions cut tensors along dim 0 only (FSDP shards, expert 
 fused q|k|v sections), and every format stores a tensor, or each of its pieces, as one row-major run of
 bytes. Then a tensor is a list of source *extents* (file ranges in logical order) and the target a list of
 *targets* (file ranges, each holding a logical byte range), and the conversion is a copy of byte ranges:
-fixed-size blocks are read into a few preallocated buffers by a reader thread, hashed (the checksum of the logical
-tensor, in order) by a hasher thread and written by the caller's thread, all three overlapping (the GIL is
-released in preadv, pwrite and hashlib). Memory stays at the buffers whatever the tensor's size.
-Tensors that do not fit this (TP cuts along other dims, non-contiguous chunks, zarr) take the tensor path.
+- the caller's thread copies each range file to file with `copy_file_range` (no copy through user memory;
+  `pread`/`pwrite` through one reused buffer where the kernel refuses, e.g. across file systems), and asks
+  the kernel to start writing each range to disk at once (`sync_file_range`), so the fsync at the end of
+  the conversion has little left to wait for;
+- meanwhile a hasher thread computes the tensor's checksum from the source's pages mapped read-only, a
+  window at a time (hashers and copies release the GIL).
+The two meet once per tensor: on a shared, loaded machine every cross-thread hand-off costs a scheduling
+delay, so there are as few as possible. Memory stays at one mapped window whatever the tensor's size.
+Tensors that do not fit this (TP cuts along other dims, non-contiguous chunks, zarr sources) take the tensor
+path of `convert`.
 """
 
 from __future__ import annotations
@@ -16,169 +22,115 @@ import bisect
 import ctypes
 import mmap
 import os
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.checksums import new_hasher
 from ckpt_reshape.errors import ReshapeError
 
-BLOCK_BYTES = 2 << 20  # measured best of 0.5-32 MB: the hash then reads pages the copy just brought into cache
-BUFFERS = 4
+COPY_CHUNK = (
+    8 << 20
+)  # bytes per copy_file_range / pwrite call and writeback request (1-8 MB measured alike, 64 MB slower)
+HASH_WINDOW = 16 << 20  # bytes of the source mapped at a time by the hasher
 
 
 class StreamCopier:
-    """Copies byte ranges through `BUFFERS` reused blocks with read, hash and write overlapped."""
+    """Copies tensors' byte ranges file to file while a second thread checksums them."""
 
-    def __init__(self, block_bytes: int = BLOCK_BYTES, buffers: int = BUFFERS) -> None:
-        self.block_bytes = block_bytes
+    def __init__(self, copy_chunk: int = COPY_CHUNK, hash_window: int = HASH_WINDOW) -> None:
+        self.copy_chunk, self.hash_window = copy_chunk, hash_window
         self.kernel_copy = hasattr(os, "copy_file_range")  # cleared after the first file pair that refuses it
-        self._buffers = [bytearray(block_bytes) for _ in range(buffers)]  # allocated once, reused
-        self._reader = ThreadPoolExecutor(1, thread_name_prefix="ckpt-stream-read")
+        self._buffer: bytearray | None = None  # for pread/pwrite, allocated on first need
         self._hasher = ThreadPoolExecutor(1, thread_name_prefix="ckpt-stream-hash")
-        self._copier = ThreadPoolExecutor(1, thread_name_prefix="ckpt-stream-copy")
 
     def close(self) -> None:
-        """Stop the threads."""
-        for pool in (self._reader, self._hasher, self._copier):
-            pool.shutdown(wait=True)
+        """Stop the hasher thread."""
+        self._hasher.shutdown(wait=True)
 
     def copy(self, name: str, extents: list[Extent], targets: list[Target], nbytes: int) -> str:
         """Copy tensor `name`'s `nbytes` from `extents` to `targets`; returns the hex checksum of its bytes."""
-        if sum(e.length for e in extents) != nbytes:
+        stored = sum(e.length for e in extents)
+        if stored != nbytes:
             raise ReshapeError(
-                f"{extents[0].path if extents else '?'}: tensor {name!r} is stored in {sum(e.length for e in extents)} "
-                f"bytes, its shape and dtype need {nbytes}; mismatched shape or dtype"
+                f"{extents[0].path if extents else '?'}: tensor {name!r} is stored in {stored} bytes, its shape "
+                f"and dtype need {nbytes}; mismatched shape or dtype"
             )
-        starts = [0]
-        for extent in extents[:-1]:
-            starts.append(starts[-1] + extent.length)
-        targets = sorted(targets, key=lambda t: t.start)
-        target_starts = [t.start for t in targets]
+        for extent in extents:  # a mapping past the end of a file is SIGBUS, not an error: check first
+            if os.fstat(extent.fd).st_size < extent.offset + extent.length:
+                raise ReshapeError(
+                    f"{extent.path}: file ends before byte {extent.offset + extent.length} of tensor {name!r} "
+                    "(truncated)"
+                )
         digest = new_hasher()
-        blocks = [(s, min(self.block_bytes, nbytes - s)) for s in range(0, nbytes, self.block_bytes)]
-        reads: deque = deque()
-
-        def fetch(i: int):
-            if self.kernel_copy:  # the copy goes file to file; the hash reads the source's pages in place
-                return self._reader.submit(_map, name, extents, starts, *blocks[i])
-            return self._reader.submit(
-                self._read, name, extents, starts, *blocks[i], self._buffers[i % len(self._buffers)]
-            )
-
-        for i in range(min(len(blocks), len(self._buffers))):
-            reads.append(fetch(i))
-        for i, (start, length) in enumerate(blocks):
-            views = reads.popleft().result()
-            try:
-                hashed = self._hasher.submit(_hash_views, digest, views)
-                if self.kernel_copy:  # two threads, so the kernel's page copying can use two cores
-                    half = length // 2
-                    first = self._copier.submit(
-                        self._copy_in_kernel, name, extents, starts, targets, target_starts, start, half
+        hashed = self._hasher.submit(_hash_extents, extents, digest, self.hash_window)
+        try:
+            starts = [0]
+            for extent in extents[:-1]:
+                starts.append(starts[-1] + extent.length)
+            for target in targets:
+                pos, end = target.start, target.start + target.length
+                i = bisect.bisect_right(starts, pos) - 1
+                while pos < end:
+                    extent, within = extents[i], pos - starts[i]
+                    length = min(end - pos, extent.length - within)
+                    self._copy_range(
+                        name, extent, extent.offset + within, target.fd, target.offset + pos - target.start, length
                     )
-                    self._copy_in_kernel(name, extents, starts, targets, target_starts, start + half, length - half)
-                    first.result()
-                if not self.kernel_copy:  # also when the kernel just refused: write from the views in hand
-                    pos = start
-                    for view, _ in views:
-                        _write(targets, target_starts, pos, view)
-                        pos += len(view)
-                hashed.result()
-            finally:
-                _release(views)
-            if i + len(self._buffers) < len(blocks):
-                reads.append(fetch(i + len(self._buffers)))
+                    pos += length
+                    i += 1
+        finally:
+            error = hashed.exception()  # always wait: the hasher must be done with the files before they close
+        if error is not None:
+            raise error
         return digest.hexdigest()
 
-    def _copy_in_kernel(self, name, extents, starts, targets, target_starts, start, length) -> None:
-        """copy_file_range file to file (no copy through user memory); pwrite from the block if it cannot."""
-        end = start + length
-        i = max(bisect.bisect_right(target_starts, start) - 1, 0)
-        while i < len(targets) and targets[i].start < end:
-            target = targets[i]
-            pos, hi = max(start, target.start), min(end, target.start + target.length)
-            j = bisect.bisect_right(starts, pos) - 1
-            while pos < hi:
-                extent = extents[j]
-                within = pos - starts[j]
-                want = min(hi - pos, extent.length - within)
-                try:
-                    got = os.copy_file_range(
-                        extent.fd, target.fd, want, extent.offset + within, target.offset + pos - target.start
-                    )
-                except OSError:  # e.g. EXDEV across file systems: the caller writes this block from memory
-                    self.kernel_copy = False
-                    return
-                if got <= 0:
-                    raise ReshapeError(f"{extent.path}: file ends inside tensor {name!r} (truncated)")
-                pos += got
-                if got == want:
-                    j += 1
-            lo = max(start, target.start)
-            start_writeback(target.fd, target.offset + lo - target.start, hi - lo)
-            i += 1
-
-    @staticmethod
-    def _read(name: str, extents: list[Extent], starts: list[int], start: int, length: int, buffer) -> list:
-        """Block `[start, start + length)` read into `buffer`, as `_map`'s [(view, None)]."""
-        view = memoryview(buffer)[:length]
+    def _copy_range(self, name: str, extent: Extent, src: int, fd: int, dst: int, length: int) -> None:
         done = 0
-        i = bisect.bisect_right(starts, start) - 1
         while done < length:
-            extent = extents[i]
-            within = start + done - starts[i]
-            want = min(length - done, extent.length - within)
-            got = os.preadv(extent.fd, [view[done : done + want]], extent.offset + within)
+            n = min(self.copy_chunk, length - done)
+            if self.kernel_copy:
+                try:
+                    got = os.copy_file_range(extent.fd, fd, n, src + done, dst + done)
+                except OSError:  # e.g. EXDEV across file systems: through user memory from here on
+                    self.kernel_copy = False
+                    continue
+            else:
+                if self._buffer is None:
+                    self._buffer = bytearray(self.copy_chunk)
+                view = memoryview(self._buffer)[:n]
+                got = os.preadv(extent.fd, [view], src + done)
+                written = 0
+                while written < got:
+                    written += os.pwrite(fd, view[written:got], dst + done + written)
             if got <= 0:
                 raise ReshapeError(
-                    f"{extent.path}: file ends at byte {extent.offset + within}, tensor {name!r} needs "
-                    f"{want} more (truncated)"
+                    f"{extent.path}: file ends at byte {src + done}, tensor {name!r} needs {length - done} more "
+                    "(truncated)"
                 )
+            start_writeback(fd, dst + done, got)
             done += got
-            if got == want:
-                i += 1
-        return [(view, None)]
 
 
-def _map(name: str, extents: list[Extent], starts: list[int], start: int, length: int) -> list:
-    """Block `[start, start + length)` as read-only views of the source files' pages: [(view, mmap)]."""
-    out = []
-    i = bisect.bisect_right(starts, start) - 1
-    pos, end = start, start + length
-    while pos < end:
-        extent = extents[i]
-        within = pos - starts[i]
-        want = min(end - pos, extent.length - within)
-        first = extent.offset + within
-        if os.fstat(extent.fd).st_size < first + want:  # mapping past the end would be SIGBUS, not an error
-            raise ReshapeError(f"{extent.path}: file ends before byte {first + want} of tensor {name!r} (truncated)")
-        base = first - first % mmap.ALLOCATIONGRANULARITY
-        mapped = mmap.mmap(
-            extent.fd,
-            first + want - base,
-            flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
-            prot=mmap.PROT_READ,
-            offset=base,
-        )
-        out.append((memoryview(mapped)[first - base :], mapped))
-        pos += want
-        i += 1
-    return out
-
-
-def _hash_views(digest, views: list) -> None:
-    """Feed a block's views to the hasher in order."""
-    for view, _ in views:
-        digest.update(view)
-
-
-def _release(views: list) -> None:
-    """Unmap what `_map` mapped (once nothing reads the views any more)."""
-    for view, mapped in views:
-        if mapped is not None:
-            view.release()
-            mapped.close()
+def _hash_extents(extents: list[Extent], digest, window: int) -> None:
+    """Feed the extents' bytes to `digest` in order, from read-only mappings of a window at a time."""
+    for extent in extents:
+        pos, end = extent.offset, extent.offset + extent.length
+        while pos < end:
+            base = pos - pos % mmap.ALLOCATIONGRANULARITY
+            size = min(end, pos + window) - base
+            mapped = mmap.mmap(
+                extent.fd,
+                size,
+                flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                prot=mmap.PROT_READ,
+                offset=base,
+            )
+            try:
+                with memoryview(mapped) as view, view[pos - base :] as part:
+                    digest.update(part)
+            finally:
+                mapped.close()
+            pos = base + size
 
 
 _SYNC_FILE_RANGE_WRITE = 2
@@ -187,7 +139,7 @@ _libc = None
 
 def start_writeback(fd: int, offset: int, length: int) -> None:
     """Ask the kernel to start writing a range to disk now (Linux `sync_file_range`), so the fsync at the end
-    waits for less and disk writes overlap with reading and hashing; a no-op where it is unavailable."""
+    waits for less and disk writes overlap with the copying; a no-op where it is unavailable."""
     global _libc
     if _libc is None:
         try:
@@ -197,17 +149,3 @@ def start_writeback(fd: int, offset: int, length: int) -> None:
             _libc = False
     if _libc:
         _libc(fd, offset, length, _SYNC_FILE_RANGE_WRITE)
-
-
-def _write(targets: list[Target], target_starts: list[int], start: int, view: memoryview) -> None:
-    """pwrite the part of block `[start, start + len(view))` that falls into each target."""
-    end = start + len(view)
-    i = max(bisect.bisect_right(target_starts, start) - 1, 0)
-    while i < len(targets) and targets[i].start < end:
-        target = targets[i]
-        lo, hi = max(start, target.start), min(end, target.start + target.length)
-        pos = 0
-        while lo + pos < hi:
-            pos += os.pwrite(target.fd, view[lo - start + pos : hi - start], target.offset + lo - target.start + pos)
-        start_writeback(target.fd, target.offset + lo - target.start, hi - lo)
-        i += 1
