@@ -18,7 +18,8 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=${TORCH_DISABLE_SHARE_RDZV_TCP_STORE:-1}
 # NVLink multicast off (shared hosts); failed collectives raise instead of hanging (see infra/README.md).
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TORCH_NCCL_ASYNC_ERROR_HANDLING=${TORCH_NCCL_ASYNC_ERROR_HANDLING:-3}
-exec "$PYTHON" -m torch.distributed.run \
+# DRY_RUN=1 prints the command line instead of running it (what tests/test_infra_torchrun.py checks).
+exec ${DRY_RUN:+echo} "$PYTHON" -m torch.distributed.run \
   --nnodes="$NNODES" \
   --nproc_per_node="$NPROC" \
   --rdzv_backend=c10d \
