@@ -1,0 +1,87 @@
+"""Atomic writes on real files: complete or absent, never half written, and no temporary left behind."""
+
+import stat
+
+import pytest
+from zaya_config.atomic import write_atomic, write_bytes_atomic, write_dir_atomic, write_text_atomic
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def test_write_text_creates_parents_and_returns_path(tmp_path):
+    target = tmp_path / "a" / "b" / "out.json"
+    assert write_text_atomic(target, "héllo\n") == target
+    assert target.read_bytes() == "héllo\n".encode()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(p.name for p in target.parent.iterdir()) == ["out.json"]
+
+
+def test_write_bytes_replaces_existing_file(tmp_path):
+    target = tmp_path / "blob.bin"
+    target.write_bytes(b"old")
+    write_bytes_atomic(str(target), b"\x00new\xff")
+    assert target.read_bytes() == b"\x00new\xff"
+
+
+def test_write_streams_through_handle(tmp_path):
+    target = tmp_path / "chunks.bin"
+    write_atomic(target, lambda handle: [handle.write(bytes([i]) * 1000) for i in range(5)])
+    data = target.read_bytes()
+    assert len(data) == 5000 and data[:1000] == b"\x00" * 1000 and data[-1] == 4
+
+
+def test_error_inside_write_keeps_old_file_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "state.json"
+    target.write_text("old")
+
+    def half_write(handle):
+        handle.write(b"partial")
+        raise Boom("disk full")
+
+    with pytest.raises(Boom):
+        write_atomic(target, half_write)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_error_without_old_file_leaves_nothing(tmp_path):
+    def fail(handle):
+        raise Boom("no")
+
+    with pytest.raises(Boom):
+        write_atomic(tmp_path / "new.bin", fail)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_dir_builds_and_replaces_folder(tmp_path):
+    target = tmp_path / "store.zarr"
+
+    def fill(version):
+        def _fill(folder):
+            (folder / "sub").mkdir()
+            (folder / "sub" / "chunk").write_text(version)
+            (folder / "meta").write_text(version)
+
+        return _fill
+
+    assert write_dir_atomic(target, fill("v1")) == target
+    assert (target / "sub" / "chunk").read_text() == "v1"
+    write_dir_atomic(target, fill("v2"))
+    assert (target / "meta").read_text() == "v2" and (target / "sub" / "chunk").read_text() == "v2"
+    assert [p.name for p in tmp_path.iterdir()] == ["store.zarr"]
+
+
+def test_write_dir_error_keeps_old_folder_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "store"
+    write_dir_atomic(target, lambda folder: (folder / "x").write_text("old"))
+
+    def fail(folder):
+        (folder / "x").write_text("new")
+        raise Boom("interrupted")
+
+    with pytest.raises(Boom):
+        write_dir_atomic(target, fail)
+    assert (target / "x").read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["store"]
