@@ -1,6 +1,8 @@
 """Atomic writes on real files: complete or absent, never half written, and no temporary left behind."""
 
 import stat
+import subprocess
+import sys
 
 import pytest
 from zaya_config.atomic import write_atomic, write_bytes_atomic, write_dir_atomic, write_text_atomic
@@ -85,3 +87,26 @@ def test_write_dir_error_keeps_old_folder_and_leaves_no_temp(tmp_path):
         write_dir_atomic(target, fail)
     assert (target / "x").read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["store"]
+
+
+def test_importable_without_hydra_omegaconf_or_yaml(tmp_path):
+    """GPU benchmark machines lack Hydra: `zaya_config.atomic` must import there (the package init is lazy)."""
+    code = (
+        "import sys\n"
+        "for name in ('hydra', 'omegaconf', 'yaml'):\n"
+        "    sys.modules[name] = None\n"
+        "from zaya_config.atomic import write_text_atomic\n"
+        f"write_text_atomic({str(tmp_path / 'x.txt')!r}, 'ok')\n"
+        "assert 'zaya_config.compose' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (tmp_path / "x.txt").read_text() == "ok"
+
+
+def test_package_exports_still_win_over_same_named_submodules():
+    import zaya_config
+    import zaya_config.compose
+    import zaya_config.hardware
+
+    assert callable(zaya_config.compose) and callable(zaya_config.hardware)
+    assert "cpu" in zaya_config.hardware_names()

@@ -2,8 +2,8 @@
 
 Write under a temporary name in the same folder (so the rename cannot cross file systems), fsync the
 data, rename over the target, then fsync the folder: a rename is atomic on POSIX, but only durable once
-the folder entry is flushed too. Stdlib only (but importing it runs `zaya_config/__init__`, which
-imports Hydra).
+the folder entry is flushed too. Stdlib only, and importable without Hydra (the package `__init__`
+resolves its exports lazily), so GPU benchmark scripts on machines without Hydra can use it.
 """
 
 import os
