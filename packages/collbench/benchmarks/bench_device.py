@@ -35,7 +35,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
-from collbench.atomic import write_text_atomic
 from collbench.characterization_plot import Ceilings, plot_characterization
 from collbench.gemm import (
     GemmResult,
@@ -53,6 +52,7 @@ from collbench.roofline import plot_roofline
 from collbench.sizes import size_sweep
 from collbench.tables import write_rows
 from collbench.timing import TimingPolicy, device_name, gpu_state
+from zaya_config.atomic import write_text_atomic
 
 # H200 SXM datasheet (packages/zaya-config conf/hardware/h200.yaml), for the plots' dashed lines; the SM
 # count and L2 size are read off the device when it is a GPU

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 from zaya_config import HardwareProfile
+from zaya_config.atomic import write_text_atomic
 
-from collbench.atomic import write_text_atomic
 from collbench.config import BenchConfig
 from collbench.gemm import quantization_shapes, run_gemm_sweep, square_shapes, transformer_shapes
 from collbench.measured import field_overrides, measured_fields, preset_overrides, write_measured_preset

@@ -12,7 +12,8 @@ Written by hand (flat YAML) so the GPU benchmark scripts can write it without om
 import math
 from pathlib import Path
 
-from collbench.atomic import write_text_atomic
+from zaya_config.atomic import write_text_atomic
+
 from collbench.gemm import GemmResult
 from collbench.membw import MembwResult, best_bw, large_buffer_bw
 from collbench.schema import BenchResult

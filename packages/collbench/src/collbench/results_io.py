@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+from zaya_config.atomic import write_dir_atomic, write_text_atomic
 
-from collbench.atomic import write_dir_atomic, write_text_atomic
 from collbench.errors import CollbenchError
 from collbench.schema import BOOL_COLUMNS, COLUMNS, INT_COLUMNS, STRING_COLUMNS, BenchResult, coerce_row
 

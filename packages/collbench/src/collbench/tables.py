@@ -5,7 +5,7 @@ import io
 import json
 from pathlib import Path
 
-from collbench.atomic import write_text_atomic
+from zaya_config.atomic import write_text_atomic
 
 
 def write_rows(rows: list[dict[str, object]], csv_path: Path, json_path: Path | None = None) -> Path:

@@ -5,9 +5,9 @@ import dataclasses
 import io
 from pathlib import Path
 
+from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig
 
-from collbench.atomic import write_text_atomic
 from collbench.measured import yaml_scalar
 from collbench.plots import _save, plt
 from collbench.sizing.moe_study import MoECandidate

@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zaya_config import HardwareProfile
+from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig
 
-from collbench.atomic import write_text_atomic
 from collbench.config import SizingConfig
 from collbench.sizing.estimator import HardwareEstimator, load_gemm_table
 from collbench.sizing.moe_study import MoECandidate, run_moe_study
