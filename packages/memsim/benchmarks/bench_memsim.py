@@ -20,11 +20,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1] / "src"))
+sys.path.insert(1, str(HERE.parents[2] / "zaya-config" / "src"))  # zaya_config.atomic (stdlib only)
 
 from memsim import MemorySystem, TraceFrontend, read_trace  # noqa: E402
 from memsim.compiled import available  # noqa: E402
 from memsim.fuzz import random_trace  # noqa: E402
-from memsim.results import write_atomic  # noqa: E402
+from zaya_config.atomic import write_text_atomic  # noqa: E402
 
 DEFAULT_REFERENCE = HERE.parents[4] / "shared" / "reference" / "dramsim3"
 KEYS = ("average_read_latency", "average_bandwidth", "num_read_row_hits")
@@ -149,7 +150,7 @@ def main() -> None:
     result = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(), "python": platform.python_version(),
               "cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "engines": engines,
               "compiled_engine_start_cpu_s": warm, "reference_runs": rows, "synthetic": synthetic}  # fmt: skip
-    write_atomic(args.out / "bench_memsim.json", json.dumps(result, indent=1))
+    write_text_atomic(args.out / "bench_memsim.json", json.dumps(result, indent=1))
     if rows:
         with open(args.out / "bench_memsim.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))

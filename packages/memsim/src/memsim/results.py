@@ -1,31 +1,16 @@
 """Writing results: DRAMSim3-style stats.json, per-epoch summaries, command logs and plots (atomically)."""
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from zaya_config.atomic import write_atomic, write_text_atomic
 
 from memsim.memory_system import MemorySystem
 from memsim.stats import channel_stats
 
 EPOCH_KEYS = ("num_cycles", "num_reads_done", "num_writes_done", "average_read_latency", "average_bandwidth",
               "num_act_cmds", "num_read_row_hits", "num_write_row_hits", "total_energy", "average_power")  # fmt: skip
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, fsync, rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def epoch_summaries(system: MemorySystem, num_cycles: int) -> list[dict[str, Any]]:
@@ -61,19 +46,16 @@ def plot_latency_histogram(stats: dict[str, dict[str, Any]], path: Path, title: 
     ax.set_ylabel("reads")
     ax.set_title(title)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
+    write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=110))
     plt.close(fig)
-    os.replace(tmp, path)
     return True
 
 
 def write_run(system: MemorySystem, num_cycles: int, out: Path, plots: bool = True) -> dict[str, dict[str, Any]]:
     """stats.json (DRAMSim3's names, one object per channel), epochs.json, and a latency plot."""
     stats = system.stats(num_cycles)
-    write_atomic(out / "stats.json", json.dumps(stats, indent=1))
-    write_atomic(out / "epochs.json", json.dumps(epoch_summaries(system, num_cycles), indent=1))
+    write_text_atomic(out / "stats.json", json.dumps(stats, indent=1))
+    write_text_atomic(out / "epochs.json", json.dumps(epoch_summaries(system, num_cycles), indent=1))
     if plots:
         plot_latency_histogram(stats, out / "read_latency.png", f"{system.spec.name}: read latency")
     return stats

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from memsim.results import write_atomic
+from zaya_config.atomic import write_text_atomic
 
 SCALAR_TYPES = (int, float, str, bool)
 LATENCY_BINS = 40
@@ -30,7 +29,7 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     writer.writeheader()
     for row in rows:
         writer.writerow(scalar_columns(row))
-    write_atomic(path, buf.getvalue())
+    write_text_atomic(path, buf.getvalue())
 
 
 def latency_histogram(latencies_ns: np.ndarray) -> dict[str, list[float]]:
@@ -108,7 +107,7 @@ def write_study(out: Path, results: Sequence[dict[str, Any]], header: dict[str, 
     rows = [{k: v for k, v in r.items() if k != "read_latencies_ns"} for r in results]
     histograms = {r["phase"]: latency_histogram(r["read_latencies_ns"]) for r in results}
     doc = {**header, "results": rows, "read_latency_histograms": histograms}
-    write_atomic(out / "memstudy.json", json.dumps(doc, indent=1))
+    write_text_atomic(out / "memstudy.json", json.dumps(doc, indent=1))
     write_csv(out / "memstudy.csv", rows)
     if plots and rows:
         name = rows[0]["standard"]

@@ -10,8 +10,8 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
+from zaya_config.atomic import write_text_atomic
 
-from memsim.results import write_atomic
 from memsim.workloads.study_report import plot_roofline_bars, write_csv
 
 
@@ -24,7 +24,7 @@ def summarize_sweep(sweep_dir: Path, plots: bool = True) -> list[dict[str, Any]]
             rows.append({"job": path.parent.name, **result})
     if not rows:
         return rows
-    write_atomic(sweep_dir / "memstudy_sweep.json", json.dumps(rows, indent=1))
+    write_text_atomic(sweep_dir / "memstudy_sweep.json", json.dumps(rows, indent=1))
     write_csv(sweep_dir / "memstudy_sweep.csv", rows)
     if plots:
         labels = [f"{r['standard']}\n{r['phase']} B={r['batch_size']}" for r in rows]
