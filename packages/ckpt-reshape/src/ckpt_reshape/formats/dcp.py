@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 from pathlib import Path
 
 import torch
@@ -68,6 +69,7 @@ class DcpReader(CheckpointReader):
         if not isinstance(self.metadata, Metadata) or self.metadata.storage_data is None:
             raise ReshapeError(f"{meta_path}: not a torch.distributed.checkpoint Metadata object")
         self._fds: dict[str, int] = {}
+        self._fds_lock = threading.Lock()
         planner = self.metadata.planner_data if isinstance(self.metadata.planner_data, dict) else {}
         self._chunks: dict[str, list[tuple[ChunkStorageMetadata, _StorageInfo]]] = {}
         for name, item in self.metadata.state_dict_metadata.items():
@@ -110,10 +112,11 @@ class DcpReader(CheckpointReader):
         return info
 
     def _fd(self, relative_path: str) -> int:
-        fd = self._fds.get(relative_path)
-        if fd is None:
-            fd = self._fds[relative_path] = os.open(self.path / relative_path, os.O_RDONLY)
-        return fd
+        with self._fds_lock:  # reader threads open files concurrently; each file is opened once
+            fd = self._fds.get(relative_path)
+            if fd is None:
+                fd = self._fds[relative_path] = os.open(self.path / relative_path, os.O_RDONLY)
+            return fd
 
     def _archive(self, name: str, info: _StorageInfo) -> tuple[TorchArchive, LazyTensor]:
         file = self.path / info.relative_path
