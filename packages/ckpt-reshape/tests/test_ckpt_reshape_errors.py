@@ -6,6 +6,7 @@ import struct
 from pathlib import Path
 
 import pytest
+import torch
 from ckpt_reshape.convert import convert
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats import open_checkpoint
@@ -146,3 +147,26 @@ def test_train_state_that_cannot_be_resplit_is_refused(tmp_path: Path, write_dcp
     with pytest.raises(ReshapeError, match=r"references ckpt_reshape\.layout\.ParallelLayout"):
         convert(evil, tmp_path / "e1", "dcp", ParallelLayout())
     _no_leftovers(tmp_path)
+
+
+def test_sidecars_with_sha256_checksums_still_verify(tmp_path: Path, src_dcp: Path):
+    """Sidecars written before `checksum_algorithm` existed carry a `sha256` per tensor."""
+    import hashlib
+
+    out = tmp_path / "old.dcp"
+    convert(src_dcp, out, "dcp")
+    path = out / "ckpt-reshape.json"
+    sidecar = json.loads(path.read_text())
+    del sidecar["checksum_algorithm"]
+    with open_checkpoint(src_dcp) as reader:
+        for name, entry in sidecar["tensors"].items():
+            del entry["checksum"]
+            entry["sha256"] = hashlib.sha256(reader.read_tensor(name).reshape(-1).view(torch.uint8).numpy()).hexdigest()
+    path.write_text(json.dumps(sidecar))
+    assert verify(out).ok
+    sidecar["tensors"]["model.final_norm.weight"]["sha256"] = "0" * 64
+    path.write_text(json.dumps(sidecar))
+    report = verify(out)
+    assert report.problems == [
+        f"{out}: tensor 'model.final_norm.weight' sha256 checksum differs from the stored one (corrupt)"
+    ]
