@@ -28,7 +28,10 @@ def _free_port() -> int:
 
 def _launch(work: Path, world: int, timeout_s: float = 300) -> None:
     """Start `world` ranks with torchrun's variables; fail fast (killing the rest) if any rank fails."""
-    ports = f"{_free_port()},{_free_port()}"
+    ports = {_free_port()}
+    while len(ports) < 2:  # the 2-rank group's and the 3-rank group's stores, on distinct ports
+        ports.add(_free_port())
+    ports = ",".join(map(str, ports))
     procs = []
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1")
