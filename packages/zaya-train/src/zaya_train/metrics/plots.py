@@ -3,14 +3,13 @@
 from pathlib import Path
 
 import numpy as np
+from zaya_config.atomic import write_atomic
 
 from zaya_train.metrics.writer import read_metrics
 
 
 def _save(fig, path: Path) -> None:
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    tmp.replace(path)
+    write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=110, bbox_inches="tight"))
 
 
 def plot_run(run_dir: Path) -> list[Path]:
