@@ -1,6 +1,8 @@
 """ZAYA checkpoints: zaya-model's parallel plan drives TP/EP reshapes, and an HF export (fused qkv split into
 HF's four projections) loads in transformers' ZayaForCausalLM with zaya-model's logits."""
 
+import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ from ckpt_reshape.convert import convert
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats import open_checkpoint
 from ckpt_reshape.layout import ParallelLayout
-from ckpt_reshape.verify import compare
+from ckpt_reshape.verify import compare, summarize_entries
 
 zaya_model = pytest.importorskip("zaya_model")
 
@@ -62,3 +64,44 @@ def test_hf_export_loads_in_transformers_with_the_same_logits(tmp_path: Path, ti
     convert(hf, back, "dcp")
     report = compare(src, back)
     assert {p.split("'")[1] for p in report.problems} <= {d for d in result.dropped}
+
+
+def _flip_first_tensor(hf: Path) -> str:
+    """XOR the first bytes of the first tensor in the HF shard; returns its HF key."""
+    shard = hf / "model.safetensors"
+    data = bytearray(shard.read_bytes())
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + length])
+    key = min((k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"][0])
+    at = 8 + length + header[key]["data_offsets"][0]
+    data[at : at + 4] = bytes(b ^ 0xFF for b in data[at : at + 4])
+    shard.write_bytes(bytes(data))
+    return key
+
+
+def test_hf_export_of_a_run_verifies_with_a_note_and_catches_a_changed_value(tmp_path: Path, tiny):
+    yaml = pytest.importorskip("yaml")
+    cfg, _, src = tiny
+    checkpoints = tmp_path / "run" / "checkpoints"  # a zaya-train run dir: config.yaml beside checkpoints/
+    checkpoints.mkdir(parents=True)
+    src.rename(checkpoints / "step_00000001")
+    (checkpoints / "latest").write_text("step_00000001\n")
+    (tmp_path / "run" / "config.yaml").write_text(yaml.safe_dump({"model": cfg.to_dict(), "train": {"steps": 1}}))
+    hf = tmp_path / "hf"
+    result = convert(checkpoints, hf, "hf")  # no --model-config: the run's config.yaml supplies it
+    assert "model.lm_head.weight" in result.dropped and any("bias_steps" in d for d in result.dropped)
+    report = compare(checkpoints, hf)
+    assert report.ok, report.problems
+    assert any(
+        summarize_entries(result.dropped) in note and note.startswith("not carried by hf") for note in report.notes
+    )
+    assert report.checked_tensors == result.tensors - len(result.dropped)
+
+    hf_key = _flip_first_tensor(hf)
+    with open_checkpoint(hf) as reader:
+        (logical,) = [
+            n for n, m in reader.index.tensors.items() if hf_key in {p.hf for p in reader.key_map.parts(n[6:], m.shape)}
+        ]
+    broken = compare(checkpoints, hf)
+    assert not broken.ok and len(broken.problems) == 1
+    assert f"{logical!r}: bytes differ" in broken.problems[0]

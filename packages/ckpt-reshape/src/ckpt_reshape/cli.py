@@ -98,7 +98,9 @@ def convert_cmd(
         f"{result.objects} other entries, {_size(result.bytes_written)}"
     )
     if result.dropped:
-        console.print(f"not carried by {result.fmt}: {len(result.dropped)} entries (e.g. {result.dropped[0]})")
+        from ckpt_reshape.verify import summarize_entries
+
+        console.print(f"not carried by {result.fmt}: {summarize_entries(result.dropped)}", highlight=False)
 
 
 @app.command("verify")

@@ -14,6 +14,7 @@ import torch
 
 from ckpt_reshape.checksums import stored_checksum, tensor_checksum
 from ckpt_reshape.formats import open_checkpoint
+from ckpt_reshape.index import CheckpointIndex
 from ckpt_reshape.train_manifest import check_train_manifest, read_train_manifest
 
 
@@ -64,11 +65,43 @@ def _decode(payload: bytes):
     return torch.load(io.BytesIO(payload), weights_only=False)
 
 
+def summarize_entries(names: list[str], shown: int = 8) -> str:
+    """`N entries: model tensors by name, the rest counted by kind` (what convert drops, what compare excuses)."""
+    model = [n for n in names if n.startswith("model.")]
+    others: dict[str, int] = {}
+    for name in names:
+        if not name.startswith("model."):
+            kind = name.split(".", 1)[0] + ".*"
+            others[kind] = others.get(kind, 0) + 1
+    parts = model[:shown] + ([f"{len(model) - shown} more model tensors"] if len(model) > shown else [])
+    parts += [f"{count} {kind} entries" for kind, count in others.items()]
+    return f"{len(names)} entries: {', '.join(parts)}"
+
+
+def _without(index: CheckpointIndex, names: set[str]) -> CheckpointIndex:
+    tensors = {k: v for k, v in index.tensors.items() if k not in names}
+    objects = [k for k in index.objects if k not in names]
+    return CheckpointIndex(tensors, objects, index.paths, index.layout, index.hf_config)
+
+
+def _excuse_not_carried(a, b, path_b: Path, report: VerifyReport) -> CheckpointIndex:
+    """A's index without the entries B lacks because B's format cannot hold them (noted, not problems)."""
+    ia, ib = a.index, b.index
+    excused = [n for n in b.not_carried(ia) if n not in ib.tensors and n not in ib.objects]
+    if excused:
+        report.notes.append(f"not carried by {b.format_name} ({path_b}): {summarize_entries(excused)}")
+    return _without(ia, set(excused))
+
+
 def compare(path_a: Path, path_b: Path) -> VerifyReport:
-    """Bitwise logical comparison of two checkpoints (model weights only when either side holds only those)."""
+    """Bitwise logical comparison of two checkpoints (model weights only when either side holds only those).
+
+    Entries one side's format cannot hold (HF: optimizer state, ours-only buffers, a tied head) are noted, not
+    problems: exactly what `convert` reports as not carried.
+    """
     report = VerifyReport()
     with open_checkpoint(path_a) as a, open_checkpoint(path_b) as b:
-        ia, ib = a.index, b.index
+        ia, ib = _excuse_not_carried(a, b, path_b, report), _excuse_not_carried(b, a, path_a, report)
         if ia.has_optimizer() != ib.has_optimizer() or bool(ia.objects) != bool(ib.objects):
             ia, ib = ia.model_only(), ib.model_only()
             report.notes.append("one side holds model weights only; comparing the model weights")

@@ -57,6 +57,26 @@ def resolve_model_config(spec: str | dict | Path | None, index: CheckpointIndex 
         raise ReshapeError(f"--model-config {spec!r}: neither a config.json file nor a zaya preset ({err})") from err
 
 
+def run_dir_model_config(src: Path):
+    """The `model` group of a zaya-train run's resolved `config.yaml` (next to `checkpoints/`), None if absent."""
+    model, src = zaya_model(), Path(src).resolve()
+    for folder in (src, src.parent):
+        config = folder.parent / "config.yaml"
+        if folder.name == "checkpoints" and config.is_file() and model is not None:
+            try:
+                import yaml
+            except ImportError:
+                return None
+            data = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model")
+            if not isinstance(data, dict):
+                return None
+            try:
+                return model.ZayaConfig.from_dict(data)
+            except Exception as err:
+                raise ReshapeError(f"{config}: its `model` group is not a zaya-model config ({err})") from err
+    return None
+
+
 def zaya_key_map(cfg) -> HfKeyMap:
     """zaya-model's HF key map for `cfg`, as `HfPart` lists (fused tensors become several parts)."""
     mapped: dict[str, list[HfPart]] = {}

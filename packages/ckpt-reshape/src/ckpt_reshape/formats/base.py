@@ -52,6 +52,10 @@ class CheckpointReader(ABC):
             return [self.path]
         return sorted(p for p in self.path.rglob("*") if p.is_file())
 
+    def not_carried(self, index: CheckpointIndex) -> list[str]:
+        """Entries of another checkpoint's `index` that this checkpoint's format cannot hold (absent here by design)."""
+        return []
+
     def extra_files(self) -> dict[str, Path]:
         """Files carried verbatim by a DCP-to-DCP conversion (e.g. zaya-train's per-rank train state)."""
         return {}

@@ -25,7 +25,7 @@ from ckpt_reshape.formats.base import (
     read_sidecar,
     write_sidecar,
 )
-from ckpt_reshape.index import TensorMeta
+from ckpt_reshape.index import CheckpointIndex, TensorMeta
 from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
 from ckpt_reshape.torch_zip import pread_into, pwrite_from
 
@@ -75,6 +75,19 @@ def _read_header(path: Path, fd: int) -> tuple[dict, int]:
     except ValueError as err:
         raise ReshapeError(f"{path}: safetensors header is not JSON ({err}); corrupt file") from err
     return header, 8 + length
+
+
+def not_carried_by_hf(index: CheckpointIndex, key_map: HfKeyMap) -> list[str]:
+    """Entries an HF folder written with `key_map` cannot hold: everything but model weights, and weights with no
+    HF key (zaya-model-only buffers, a head tied to the embedding). `convert` reports these as dropped and
+    `compare` expects them to be absent from an HF side."""
+    return [
+        name
+        for name in [*index.tensors, *index.objects]
+        if name in index.objects
+        or not name.startswith("model.")
+        or not key_map.parts(name[len("model.") :], index.tensors[name].shape)
+    ]
 
 
 class HfReader(CheckpointReader):
@@ -156,6 +169,9 @@ class HfReader(CheckpointReader):
             )
         self._raw[hf_name] = (file, data_start + begin, meta)
 
+    def not_carried(self, index: CheckpointIndex) -> list[str]:
+        return not_carried_by_hf(index, self.key_map)
+
     def read_tensor(self, name: str) -> torch.Tensor:
         meta = self.index.require(name, str(self.path))
         out = torch.empty(meta.shape, dtype=meta.dtype)
@@ -200,13 +216,10 @@ class HfWriter(CheckpointWriter):
     def __init__(self, *args, key_map: HfKeyMap = IDENTITY, max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, **kw):
         super().__init__(*args, **kw)
         self.target.mkdir(parents=True, exist_ok=True)
-        self.dropped: list[str] = []
+        self.dropped = not_carried_by_hf(self.index, key_map)
         entries: list[tuple[str, HfPart, tuple[int, ...], torch.dtype]] = []  # (logical, part, shape, dtype)
         for meta in self.index.tensors.values():
-            parts = key_map.parts(meta.name[len("model.") :], meta.shape)
-            if not parts:
-                self.dropped.append(meta.name)
-            for part in parts:
+            for part in key_map.parts(meta.name[len("model.") :], meta.shape):  # none for the dropped
                 shape = list(meta.shape)
                 if part.dim is not None:
                     shape[part.dim] = part.length
