@@ -74,7 +74,8 @@ def test_sigkill_at_random_moments_resumes_bitwise(tmp_path: Path, cache: Path, 
         recorded = _attempts(run_dir)
         proc = subprocess.Popen(_drill_cmd(run_dir, cache, *extra), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=ENV)  # fmt: skip
-        target, delay, reached = (targets[kills] if kills < len(targets) else -1), rng.uniform(0.0, 0.4), None
+        # A step of this drill takes ~30-60 ms: the random moment must fall inside the run, not after its end.
+        target, delay, reached = (targets[kills] if kills < len(targets) else -1), rng.uniform(0.0, 0.03), None
         while target != -1 and proc.poll() is None:
             if target is None:
                 due = _in_save(run_dir / "checkpoints")
