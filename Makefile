@@ -41,8 +41,8 @@ test: setup
 	$(BIN)/pytest -n auto $(PYTEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff check --no-cache .
+	$(BIN)/ruff format --no-cache --check .
 
 format: setup
 	$(BIN)/ruff check --fix .

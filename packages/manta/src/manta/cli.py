@@ -65,10 +65,11 @@ def compose_command(
     out: Path = typer.Option(None, "--out", "-o", help="Write the plans as JSON here"),
 ) -> None:
     """Compose BATCH plans (base + adapters with weights) for PROMPT that fit the hardware profile."""
+    from zaya_config import ZayaConfigError
+
     from manta.concepts import check_prompt
     from manta.errors import MantaError
     from manta.plan import plans_to_json
-    from zaya_config import ZayaConfigError
 
     try:
         check_prompt(prompt)
@@ -120,13 +121,14 @@ def eval_command(
     out: Path = typer.Option(None, "--out", "-o", help="Folder for report.json and win_rates.png"),
 ) -> None:
     """Win rates of manta vs the Stylus-like baseline with the offline judge (diversity, alignment, quality)."""
+    from zaya_config import ZayaConfigError
+
     from manta.errors import MantaError
     from manta.evaluation.baseline import StylusLikeBaseline
     from manta.evaluation.judges import OfflineJudge
     from manta.evaluation.metrics import PlanEvaluator
     from manta.evaluation.prompts import load_coco_captions, shipped_prompts
     from manta.evaluation.winrate import plot_win_rates, win_rates
-    from zaya_config import ZayaConfigError
 
     try:
         if coco is not None:

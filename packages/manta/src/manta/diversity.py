@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+
 from manta.plan import jaccard_distance
 from manta.solver import CompositionProblem, Selection
 

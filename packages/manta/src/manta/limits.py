@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from manta.catalog import CatalogEntry
 from zaya_config.checks import in_range, non_negative, positive
+
+from manta.catalog import CatalogEntry
 
 # The device the catalog's per-step latencies are quoted for: a nominal 100 TFLOP/s (bf16 dense) GPU.
 REFERENCE_BF16_FLOPS = 1.0e14

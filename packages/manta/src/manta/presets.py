@@ -1,9 +1,10 @@
 """manta's `manta_hardware` presets by name, composed through zaya-config like any shared group."""
 
-from manta.errors import MantaError
-from manta.limits import HardwareLimits
 from zaya_config import compose, group_options
 from zaya_config.validation import validate_node
+
+from manta.errors import MantaError
+from manta.limits import HardwareLimits
 
 GROUP = "manta_hardware"
 

@@ -8,6 +8,7 @@ retrieval, the solver and the limits see the same shape of data a real adapter h
 from __future__ import annotations
 
 import numpy as np
+
 from manta.catalog import Catalog, CatalogEntry
 
 SUBJECTS = (
