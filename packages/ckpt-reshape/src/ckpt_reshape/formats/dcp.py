@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import threading
 from pathlib import Path
 
 import torch
@@ -39,6 +38,7 @@ from ckpt_reshape.formats.base import (
 )
 from ckpt_reshape.index import TensorMeta
 from ckpt_reshape.layout import ParallelLayout
+from ckpt_reshape.open_files import OpenFiles
 from ckpt_reshape.pieces import Piece
 from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, placeholder, pwrite_from, save_skeleton
 from ckpt_reshape.train_manifest import read_train_manifest
@@ -68,8 +68,7 @@ class DcpReader(CheckpointReader):
             ) from err
         if not isinstance(self.metadata, Metadata) or self.metadata.storage_data is None:
             raise ReshapeError(f"{meta_path}: not a torch.distributed.checkpoint Metadata object")
-        self._fds: dict[str, int] = {}
-        self._fds_lock = threading.Lock()
+        self._files = OpenFiles(self.path)  # reader threads open files concurrently; each is opened once
         planner = self.metadata.planner_data if isinstance(self.metadata.planner_data, dict) else {}
         self._chunks: dict[str, list[tuple[ChunkStorageMetadata, _StorageInfo]]] = {}
         for name, item in self.metadata.state_dict_metadata.items():
@@ -112,11 +111,7 @@ class DcpReader(CheckpointReader):
         return info
 
     def _fd(self, relative_path: str) -> int:
-        with self._fds_lock:  # reader threads open files concurrently; each file is opened once
-            fd = self._fds.get(relative_path)
-            if fd is None:
-                fd = self._fds[relative_path] = os.open(self.path / relative_path, os.O_RDONLY)
-            return fd
+        return self._files.fd(relative_path)
 
     def _archive(self, name: str, info: _StorageInfo) -> tuple[TorchArchive, LazyTensor]:
         file = self.path / info.relative_path
@@ -193,9 +188,7 @@ class DcpReader(CheckpointReader):
         }
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        self._files.close()
 
 
 class DcpWriter(CheckpointWriter):

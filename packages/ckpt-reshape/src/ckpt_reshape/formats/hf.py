@@ -27,6 +27,7 @@ from ckpt_reshape.formats.base import (
 )
 from ckpt_reshape.index import CheckpointIndex, TensorMeta
 from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
+from ckpt_reshape.open_files import OpenFiles
 from ckpt_reshape.torch_zip import pread_into, pwrite_from
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -119,13 +120,13 @@ class HfReader(CheckpointReader):
             files = sorted(set(weight_map.values()))
         else:
             files, weight_map = sorted(p.name for p in self.path.glob("*.safetensors")), None
-        self._fds: dict[str, int] = {}
+        self._files = OpenFiles(self.path)
         self._raw: dict[str, tuple[str, int, TensorMeta]] = {}  # HF key -> (file, offset, meta)
         for file in files:
             file_path = self.path / file
             if not file_path.is_file():
                 raise ReshapeError(f"{file_path}: shard listed in {INDEX_NAME} is missing; copy the whole folder")
-            fd = self._fds[file] = os.open(file_path, os.O_RDONLY)
+            fd = self._files.fd(file)
             header, data_start = _read_header(file_path, fd)
             file_size = os.fstat(fd).st_size
             for hf_name, entry in header.items():
@@ -184,7 +185,7 @@ class HfReader(CheckpointReader):
             if part.dim is not None:
                 start += part_meta.shape[part.dim]
             target = region if region.is_contiguous() else torch.empty(part_meta.shape, dtype=meta.dtype)
-            pread_into(self._fds[file], offset, target, self.path / file)
+            pread_into(self._files.fd(file), offset, target, self.path / file)
             if target is not region:
                 region.copy_(target)
         return out
@@ -198,13 +199,11 @@ class HfReader(CheckpointReader):
             file, offset, part_meta = self._raw[part.hf]
             if part_meta.dtype != meta.dtype:
                 return None  # read_tensor names the mismatch
-            extents.append(Extent(self._fds[file], offset, part_meta.nbytes, self.path / file))
+            extents.append(Extent(self._files.fd(file), offset, part_meta.nbytes, self.path / file))
         return extents
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        self._files.close()
 
 
 class HfWriter(CheckpointWriter):
