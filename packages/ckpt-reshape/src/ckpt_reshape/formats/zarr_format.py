@@ -137,12 +137,16 @@ class ZarrWriter(CheckpointWriter):
         self.objects = self.root.create_group("objects")
         self._open: list[int] = []  # chunk files of the tensor being streamed
 
+    def _grid_pieces(self, name: str) -> list[Piece]:
+        """Pieces the chunk grid aligns with: the plan's `grid` (flat FSDP cuts left out, see `LayoutPlan`)."""
+        return getattr(self.pieces, "grid", self.pieces)[name]
+
     def _create(self, name: str):
         meta = self.index.tensors[name]
         return self.tensors.create_array(
             name,
             shape=meta.shape,
-            chunks=chunk_shape(meta, self.pieces[name]),
+            chunks=chunk_shape(meta, self._grid_pieces(name)),
             dtype=_WORD[meta.dtype.itemsize],
             compressors=None,
             fill_value=0,
@@ -159,7 +163,7 @@ class ZarrWriter(CheckpointWriter):
         meta = self.index.tensors[name]
         if not meta.shape or meta.shape[0] == 0 or sys.byteorder != "little":
             return False
-        return chunk_shape(meta, self.pieces[name])[1:] == meta.shape[1:]
+        return chunk_shape(meta, self._grid_pieces(name))[1:] == meta.shape[1:]
 
     def stream_targets(self, name: str) -> list[Target]:
         """One chunk file per dim-0 chunk, written as zarr v3 stores it (raw little-endian words, no codec)."""
