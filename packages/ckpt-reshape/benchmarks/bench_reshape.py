@@ -2,7 +2,9 @@
 
 Measures, each conversion in its own child process (peak RSS from `os.wait4`):
   * `cp -r` of the source folder on the same disk (and `cp` + fsync of every file) as the ceiling;
-  * ckpt-reshape DCP -> DCP reshaped to dp=4,ep=4,fsdp=1, DCP -> HF safetensors, DCP -> torch.save, DCP -> zarr;
+  * ckpt-reshape DCP -> DCP reshaped to dp=4,ep=4,fsdp=1, DCP -> HF safetensors, DCP -> torch.save, DCP -> zarr,
+    each durable (every file fsynced before the rename; compare with `cp` + fsync) and with `--no-fsync` (the
+    same durability as plain `cp`; compare with `cp`);
   * torch's own `dcp_to_torch_save` on the same source.
 Reports throughput against `cp` (target >= 70%) and peak RSS against the largest tensor (target <= 2x; the
 RSS of a child that only imports torch and ckpt_reshape is shown too, since it is part of every peak).
@@ -61,9 +63,10 @@ from pathlib import Path
 from ckpt_reshape.convert import convert
 from ckpt_reshape.layout import ParallelLayout
 import time
-src, dst, fmt, layout = sys.argv[1:5]
+src, dst, fmt, layout, model_config, durable = sys.argv[1:7]
 start = time.perf_counter()
-convert(Path(src), Path(dst), fmt, ParallelLayout.parse(layout) if layout else None, model_config=sys.argv[5] or None)
+convert(Path(src), Path(dst), fmt, ParallelLayout.parse(layout) if layout else None, model_config=model_config or None,
+        durable=durable == "1")
 print("WORK_S", time.perf_counter() - start, flush=True)
 """
 
@@ -118,6 +121,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; times are medians, RSS the max")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
     dims = SMOKE if args.smoke else BASE
     py = sys.executable
     results: dict = {
@@ -164,30 +169,30 @@ def main() -> None:
             "cp -r": ["cp", "-r", str(src), str(work / "cp.dcp")],
             "cp -r + fsync": [py, "-c", _CP_FSYNC, str(src), str(work / "cpf.dcp")],
             "import baseline": [py, "-c", _BASELINE],
-            "reshape dcp->dcp dp=4,ep=4,fsdp": [
-                py,
-                "-c",
-                _CONVERT,
-                str(src),
-                str(work / "r.dcp"),
-                "dcp",
-                "dp=4,ep=4,fsdp=1",
-                "",
-            ],
-            "convert dcp->torch": [py, "-c", _CONVERT, str(src), str(work / "o.pt"), "torch", "", ""],
-            "dcp_to_torch_save (torch)": [py, "-c", _NATIVE, str(src), str(work / "native.pt")],
-            "convert dcp->hf": [py, "-c", _CONVERT, str(src), str(work / "o.hf"), "hf", "", str(cfg_path)],
-            "convert dcp->zarr": [py, "-c", _CONVERT, str(src), str(work / "o.zarr"), "zarr", "", ""],
         }
-        outputs = {
-            "cp -r": "cp.dcp",
-            "cp -r + fsync": "cpf.dcp",
-            "reshape dcp->dcp dp=4,ep=4,fsdp": "r.dcp",
-            "convert dcp->torch": "o.pt",
-            "dcp_to_torch_save (torch)": "native.pt",
-            "convert dcp->hf": "o.hf",
-            "convert dcp->zarr": "o.zarr",
+        outputs = {"cp -r": "cp.dcp", "cp -r + fsync": "cpf.dcp"}
+        conversions = {  # name: (output, format, layout, model config)
+            "reshape dcp->dcp dp=4,ep=4,fsdp": ("r.dcp", "dcp", "dp=4,ep=4,fsdp=1", ""),
+            "convert dcp->torch": ("o.pt", "torch", "", ""),
+            "convert dcp->hf": ("o.hf", "hf", "", str(cfg_path)),
+            "convert dcp->zarr": ("o.zarr", "zarr", "", ""),
         }
+        for name, (output, fmt, layout, model_config) in conversions.items():
+            for suffix, durable in (("", "1"), (" --no-fsync", "0")):
+                jobs[name + suffix] = [
+                    py,
+                    "-c",
+                    _CONVERT,
+                    str(src),
+                    str(work / output),
+                    fmt,
+                    layout,
+                    model_config,
+                    durable,
+                ]
+                outputs[name + suffix] = output
+        jobs["dcp_to_torch_save (torch)"] = [py, "-c", _NATIVE, str(src), str(work / "native.pt")]
+        outputs["dcp_to_torch_save (torch)"] = "native.pt"
         samples: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name in jobs}
         for rep in range(args.repeats):  # interleaved: every job once per round, so load drifts hit all alike
             for name, argv in jobs.items():

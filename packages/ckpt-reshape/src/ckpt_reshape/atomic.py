@@ -1,6 +1,10 @@
 """Output appears all at once or not at all: build under a temporary name in the destination's folder, fsync,
 rename. An existing destination is replaced only with `force`, and then by a rename too, so a crash leaves
 either the old or the new checkpoint, never a mix.
+
+Without durability (`durable=False`, like `cp`) the rename still publishes the output whole to every other
+process, but its data may still be in the page cache: an OS crash or power loss soon after can leave files
+with missing data under the final name, which `zaya ckpt verify` detects from the recorded checksums.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ def _remove(path: Path) -> None:
 
 
 @contextmanager
-def atomic_output(dst: Path, force: bool) -> Iterator[Path]:
-    """Yield a temporary path next to `dst`; on success rename it to `dst`, on failure delete it."""
+def atomic_output(dst: Path, force: bool, durable: bool = True) -> Iterator[Path]:
+    """Yield a temporary path next to `dst`; on success rename it to `dst` (and fsync the folder when `durable`),
+    on failure delete it."""
     dst = Path(dst)
     tmp = dst.parent / f".tmp.{dst.name}.{os.getpid()}"
     _remove(tmp)
@@ -50,7 +55,8 @@ def atomic_output(dst: Path, force: bool) -> Iterator[Path]:
             _remove(old)
         else:
             os.replace(tmp, dst)
-        fsync_path(dst.parent)
+        if durable:
+            fsync_path(dst.parent)
     except BaseException:
         _remove(tmp)
         raise

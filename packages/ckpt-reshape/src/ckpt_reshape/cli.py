@@ -70,6 +70,12 @@ def convert_cmd(
     model_only: bool = typer.Option(False, "--model-only", help="Drop optimizer and trainer state"),
     model_config: str = typer.Option(None, "--model-config", help="ZAYA preset or config.json (for HF export / TP)"),
     force: bool = typer.Option(False, "--force", help="Replace DST if it exists"),
+    fsync: bool = typer.Option(
+        True,
+        "--fsync/--no-fsync",
+        help="Force every file to disk before DST appears (default). --no-fsync is as fast as cp and still "
+        "atomic for other processes, but an OS crash soon after can leave DST with missing data (verify finds it)",
+    ),
     io_threads: int = typer.Option(2, "--io-threads", help="Reader threads"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
 ) -> None:
@@ -90,6 +96,7 @@ def convert_cmd(
             io_threads=io_threads,
             progress=not quiet,
             model_config=model_config,
+            durable=fsync,
         )
     except ReshapeError as err:
         _fail(err)

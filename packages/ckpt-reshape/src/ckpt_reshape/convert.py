@@ -23,7 +23,7 @@ from ckpt_reshape.atomic import atomic_output, check_destination
 from ckpt_reshape.checksums import DEFAULT_ALGORITHM, bytes_checksum, tensor_checksum
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats import FORMATS, WRITERS, CheckpointReader, open_checkpoint
-from ckpt_reshape.formats.base import SIDECAR_FORMAT
+from ckpt_reshape.formats.base import SIDECAR_FORMAT, fsync_path
 from ckpt_reshape.index import CheckpointIndex, dtype_name
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout
@@ -137,8 +137,13 @@ def convert(
     progress: bool = False,
     writer_options: dict | None = None,
     model_config: str | dict | Path | None = None,
+    durable: bool = True,
 ) -> ConvertResult:
-    """Convert `src` (any format) into `dst` in format `to` with `layout` (default: the source's layout)."""
+    """Convert `src` (any format) into `dst` in format `to` with `layout` (default: the source's layout).
+
+    `durable=False` skips the fsyncs (as `cp` does): the output still appears atomically, but may sit in the
+    page cache for a while after this returns; see `atomic.py`.
+    """
     if to not in FORMATS:
         raise ReshapeError(f"unknown target format {to!r}; choose one of {', '.join(FORMATS)}")
     src, dst = Path(src), Path(dst)
@@ -162,7 +167,7 @@ def convert(
         train_states = {}
         if train_manifest is not None:  # per-rank trainer state for the new world size, checked before writing
             train_states = reshape_train_states(reader.path, train_manifest.get("world_size"), layout.world_size)
-        with atomic_output(dst, force) as out:
+        with atomic_output(dst, force, durable) as out:
             tmp = out
             if train_manifest is not None and reader.path != src and (src / "latest").is_file():
                 # a zaya-train root in, a zaya-train root out: the step folder plus its `latest` pointer
@@ -170,6 +175,7 @@ def convert(
                 tmp = out / reader.path.name
                 (out / "latest").write_text(reader.path.name + "\n", encoding="utf-8")
             writer = writer_cls(tmp, index, pieces, layout, **options)
+            writer.durable = durable
             if hasattr(writer, "reserve_sidecar"):
                 writer.reserve_sidecar(sidecar)
             for name in index.objects:
@@ -178,26 +184,29 @@ def convert(
                 writer.write_object(name, payload)
             written = _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress)
             if train_manifest is not None:
-                _write_train_files(reader, tmp, train_states)
+                _write_train_files(reader, tmp, train_states, durable)
             writer.finish(sidecar)
             if train_manifest is not None:
-                write_train_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size)
+                write_train_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size, durable)
     dropped += getattr(writer, "dropped", [])
     return ConvertResult(dst, to, layout, len(index.tensors), len(index.objects), written, dropped)
 
 
-def _write_train_files(reader: CheckpointReader, folder: Path, train_states: dict[str, bytes]) -> None:
+def _write_train_files(reader: CheckpointReader, folder: Path, train_states: dict[str, bytes], durable: bool) -> None:
     """zaya-train's per-rank train state for the new world, plus any other file the trainer left there."""
     old_states = {path.name for path in train_state_files(reader.path).values()}
     for rel, path in reader.extra_files().items():
         if rel not in old_states:
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, folder / rel)
+            if durable:
+                fsync_path(folder / rel)
     for name, payload in train_states.items():
         with open(folder / name, "wb") as stream:
             stream.write(payload)
             stream.flush()
-            os.fsync(stream.fileno())
+            if durable:
+                os.fsync(stream.fileno())
 
 
 def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress) -> int:
@@ -212,7 +221,7 @@ def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_by
         budget.acquire(ticket, held)
         return (extents if extents is not None else reader.read_tensor(name)), held
 
-    copier = StreamCopier()
+    copier = StreamCopier(writeback=writer.durable)
     pending: deque[tuple[str, Future]] = deque()
     written, next_i = 0, 0
     try:

@@ -5,9 +5,9 @@ fused q|k|v sections), and every format stores a tensor, or each of its pieces, 
 bytes. Then a tensor is a list of source *extents* (file ranges in logical order) and the target a list of
 *targets* (file ranges, each holding a logical byte range), and the conversion is a copy of byte ranges:
 - the caller's thread copies each range file to file with `copy_file_range` (no copy through user memory;
-  `pread`/`pwrite` through one reused buffer where the kernel refuses, e.g. across file systems), and asks
-  the kernel to start writing each range to disk at once (`sync_file_range`), so the fsync at the end of
-  the conversion has little left to wait for;
+  `pread`/`pwrite` through one reused buffer where the kernel refuses, e.g. across file systems), and (for a
+  durable conversion) asks the kernel to start writing each range to disk at once (`sync_file_range`), so the
+  fsync at the end of the conversion has little left to wait for;
 - meanwhile a hasher thread computes the tensor's checksum from the source's pages mapped read-only, a
   window at a time (hashers and copies release the GIL).
 The two meet once per tensor: on a shared, loaded machine every cross-thread hand-off costs a scheduling
@@ -37,8 +37,9 @@ HASH_WINDOW = 16 << 20  # bytes of the source mapped at a time by the hasher
 class StreamCopier:
     """Copies tensors' byte ranges file to file while a second thread checksums them."""
 
-    def __init__(self, copy_chunk: int = COPY_CHUNK, hash_window: int = HASH_WINDOW) -> None:
+    def __init__(self, copy_chunk: int = COPY_CHUNK, hash_window: int = HASH_WINDOW, writeback: bool = True) -> None:
         self.copy_chunk, self.hash_window = copy_chunk, hash_window
+        self.writeback = writeback  # start disk writes as ranges are copied (for a durable conversion's fsync)
         self.kernel_copy = hasattr(os, "copy_file_range")  # cleared after the first file pair that refuses it
         self._buffer: bytearray | None = None  # for pread/pwrite, allocated on first need
         self._hasher = ThreadPoolExecutor(1, thread_name_prefix="ckpt-stream-hash")
@@ -107,7 +108,8 @@ class StreamCopier:
                     f"{extent.path}: file ends at byte {src + done}, tensor {name!r} needs {length - done} more "
                     "(truncated)"
                 )
-            start_writeback(fd, dst + done, got)
+            if self.writeback:
+                start_writeback(fd, dst + done, got)
             done += got
 
 

@@ -28,8 +28,9 @@ def read_train_manifest(folder: Path) -> dict | None:
     return data if data.get("format") == MANIFEST_FORMAT and isinstance(data.get("files"), dict) else None
 
 
-def write_train_manifest(folder: Path, step: int, world_size: int) -> None:
-    """Hash every file in `folder` and write the manifest (fsynced; the folder is renamed into place later)."""
+def write_train_manifest(folder: Path, step: int, world_size: int, durable: bool = True) -> None:
+    """Hash every file in `folder` and write the manifest (fsynced when `durable`; the folder is renamed into place
+    later)."""
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST_NAME):
         files[path.relative_to(folder).as_posix()] = {"size_bytes": path.stat().st_size, "sha256": file_sha256(path)}
@@ -43,7 +44,8 @@ def write_train_manifest(folder: Path, step: int, world_size: int) -> None:
     with open(folder / MANIFEST_NAME, "w", encoding="utf-8") as stream:
         stream.write(json.dumps(manifest, indent=1, sort_keys=True))
         stream.flush()
-        os.fsync(stream.fileno())
+        if durable:
+            os.fsync(stream.fileno())
 
 
 def check_train_manifest(folder: Path, manifest: dict) -> list[str]:

@@ -76,6 +76,7 @@ class CheckpointWriter(ABC):
     format_name: str = "?"
     single_file: bool = False
     model_only: bool = False  # formats that hold weights only (HF) drop optimizer and trainer entries
+    durable: bool = True  # fsync every file in finish(); `convert(durable=False)` clears it (as fast as `cp`)
 
     def __init__(self, target: Path, index: CheckpointIndex, pieces: dict[str, list[Piece]], layout: ParallelLayout):
         self.target = Path(target)
@@ -100,7 +101,17 @@ class CheckpointWriter(ABC):
 
     @abstractmethod
     def finish(self, sidecar: dict) -> None:
-        """Write metadata (including the sidecar: layout and checksums), fsync every file."""
+        """Write metadata (including the sidecar: layout and checksums), fsync every file (when `durable`)."""
+
+    def fsync(self, fd: int) -> None:
+        """Force a file written by this writer to disk, unless the conversion was asked not to."""
+        if self.durable:
+            os.fsync(fd)
+
+    def fsync_path(self, path: Path) -> None:
+        """`fsync_path`, unless the conversion was asked not to."""
+        if self.durable:
+            fsync_path(path)
 
 
 def fsync_path(path: Path) -> None:
@@ -112,13 +123,18 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def write_sidecar(folder: Path, sidecar: dict) -> None:
-    """Write the layout-and-checksums file next to a folder checkpoint's data (fsynced)."""
-    path = folder / SIDECAR_NAME
+def write_text_file(path: Path, text: str, durable: bool = True) -> None:
+    """Write a metadata file of a checkpoint being built (fsynced when `durable`)."""
     with open(path, "w", encoding="utf-8") as stream:
-        json.dump(sidecar, stream, indent=1)
+        stream.write(text)
         stream.flush()
-        os.fsync(stream.fileno())
+        if durable:
+            os.fsync(stream.fileno())
+
+
+def write_sidecar(folder: Path, sidecar: dict, durable: bool = True) -> None:
+    """Write the layout-and-checksums file next to a folder checkpoint's data (fsynced when `durable`)."""
+    write_text_file(folder / SIDECAR_NAME, json.dumps(sidecar, indent=1), durable)
 
 
 def read_sidecar(folder: Path) -> dict | None:

@@ -31,7 +31,6 @@ from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import (
     CheckpointReader,
     CheckpointWriter,
-    fsync_path,
     layout_from_sidecar,
     read_sidecar,
     write_sidecar,
@@ -256,7 +255,7 @@ class DcpWriter(CheckpointWriter):
     def finish(self, sidecar: dict) -> None:
         for stream in self._files.values():
             stream.flush()
-            os.fsync(stream.fileno())
+            self.fsync(stream.fileno())
             stream.close()
         order = [*self.index.tensors, *self.index.objects]
         metadata = Metadata(
@@ -269,9 +268,9 @@ class DcpWriter(CheckpointWriter):
         with open(self.target / METADATA_NAME, "wb") as stream:
             pickle.dump(metadata, stream)
             stream.flush()
-            os.fsync(stream.fileno())
-        write_sidecar(self.target, sidecar)
-        fsync_path(self.target)
+            self.fsync(stream.fileno())
+        write_sidecar(self.target, sidecar, self.durable)
+        self.fsync_path(self.target)
 
 
 def _numel(shape) -> int:

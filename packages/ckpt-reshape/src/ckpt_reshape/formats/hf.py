@@ -20,10 +20,10 @@ from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import (
     CheckpointReader,
     CheckpointWriter,
-    fsync_path,
     layout_from_sidecar,
     read_sidecar,
     write_sidecar,
+    write_text_file,
 )
 from ckpt_reshape.index import CheckpointIndex, TensorMeta
 from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
@@ -278,11 +278,11 @@ class HfWriter(CheckpointWriter):
 
     def finish(self, sidecar: dict) -> None:
         for fd in self._fds:
-            os.fsync(fd)
+            self.fsync(fd)
             os.close(fd)
         index = {"metadata": {"total_size": self._total}, "weight_map": dict(sorted(self._weight_map.items()))}
-        (self.target / INDEX_NAME).write_text(json.dumps(index, indent=2), encoding="utf-8")
+        write_text_file(self.target / INDEX_NAME, json.dumps(index, indent=2), self.durable)
         if self.index.hf_config is not None:
-            (self.target / "config.json").write_text(json.dumps(self.index.hf_config, indent=2), encoding="utf-8")
-        write_sidecar(self.target, sidecar)
-        fsync_path(self.target)
+            write_text_file(self.target / "config.json", json.dumps(self.index.hf_config, indent=2), self.durable)
+        write_sidecar(self.target, sidecar, self.durable)
+        self.fsync_path(self.target)

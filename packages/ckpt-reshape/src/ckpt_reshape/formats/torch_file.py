@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import torch
@@ -184,5 +183,5 @@ class TorchFileWriter(CheckpointWriter):
             self._stream.fileno(), self._offsets[SIDECAR_KEY], torch.frombuffer(bytearray(blob), dtype=torch.uint8)
         )
         self._stream.flush()
-        os.fsync(self._stream.fileno())
+        self.fsync(self._stream.fileno())
         self._stream.close()

@@ -208,6 +208,7 @@ class ZarrWriter(CheckpointWriter):
         self._close_chunk_files()
         paths = {k: list(self.index.path_of(k)) for k in [*sidecar["tensors"], *sidecar["objects"]]}
         self.root.attrs["ckpt_reshape"] = {**sidecar, "paths": paths, "hf_config": self.index.hf_config}
-        for path in sorted(self.target.rglob("*"), reverse=True):
-            fsync_path(path)
-        fsync_path(self.target)
+        if self.durable:
+            for path in sorted(self.target.rglob("*"), reverse=True):
+                fsync_path(path)
+            fsync_path(self.target)
