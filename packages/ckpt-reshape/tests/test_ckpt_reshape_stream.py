@@ -9,6 +9,7 @@ import pytest
 import torch
 from ckpt_reshape.byte_ranges import Extent, Target, contiguous_start
 from ckpt_reshape.checksums import tensor_checksum
+from ckpt_reshape.index import TensorMeta
 from ckpt_reshape.stream_copy import StreamCopier
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -46,7 +47,7 @@ def test_copier_moves_and_hashes_every_byte(tmp_path: Path, kernel_copy: bool):
         targets = [Target(fd_dst, 5000 - 3 * lo, lo, hi - lo) for lo, hi in pieces]
         copier = StreamCopier(copy_chunk=64, hash_window=100)
         copier.kernel_copy = kernel_copy
-        digest = copier.copy("t", extents, targets, 1000)
+        digest = copier.copy(TensorMeta("t", (1000,), torch.uint8), extents, targets)
         copier.close()
     finally:
         os.close(fd_src)

@@ -3,8 +3,12 @@ tensor ever being materialised (see `stream_copy`)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ckpt_reshape.errors import ReshapeError
+from ckpt_reshape.index import TensorMeta
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,19 @@ def contiguous_start(shape: tuple[int, ...], offsets: tuple[int, ...], sizes: tu
         start += offset * stride
         stride *= size
     return start
+
+
+def check_extents(meta: TensorMeta, extents: list[Extent]) -> None:
+    """Refuse extents that do not hold exactly the tensor's bytes, or that run past the end of their file."""
+    stored = sum(e.length for e in extents)
+    if stored != meta.nbytes:
+        raise ReshapeError(
+            f"{extents[0].path if extents else '?'}: tensor {meta.name!r} is stored in {stored} bytes, its shape "
+            f"and dtype need {meta.nbytes}; mismatched shape or dtype"
+        )
+    for extent in extents:
+        if os.fstat(extent.fd).st_size < extent.offset + extent.length:
+            raise ReshapeError(
+                f"{extent.path}: file ends before byte {extent.offset + extent.length} of tensor {meta.name!r} "
+                "(truncated)"
+            )

@@ -1,10 +1,12 @@
 """Convert any checkpoint to any format and layout, one logical tensor at a time.
 
 The pipeline: plan every target piece first (an impossible layout fails here, before a byte is written);
-then I/O threads read logical tensors ahead of the writer under a byte budget (by default the largest tensor's
-size, so at most about one extra tensor is ever held); each tensor is hashed (in another thread) while its
-pieces are written; the output is published by an atomic rename. Peak memory is therefore bounded by about
-twice the largest tensor, whatever the checkpoint's total size.
+then each tensor moves the cheapest way both formats allow: as byte ranges copied file to file
+(`stream_copy`: cuts along dim 0), else a block of rows at a time (`row_blocks`: TP cuts along other dims,
+zarr sources), else whole. Whole tensors are read ahead of the writer by I/O threads under a byte budget (by
+default the largest tensor's size, so at most about one extra tensor is ever held). Each tensor is hashed (in
+another thread) while its pieces are written; the output is published by an atomic rename. Peak memory is
+therefore a copy block for streamed tensors and at most about twice the largest tensor otherwise.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ckpt_reshape.formats.base import SIDECAR_FORMAT, fsync_path
 from ckpt_reshape.index import CheckpointIndex, dtype_name
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout
+from ckpt_reshape.row_blocks import RowReader, copy_rows
 from ckpt_reshape.splits import SplitTable
 from ckpt_reshape.stream_copy import Extent, StreamCopier
 from ckpt_reshape.train_manifest import read_train_manifest, write_train_manifest
@@ -215,11 +218,14 @@ def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_by
     budget = _ByteBudget(memory_budget_bytes or max(index.largest_tensor_bytes, 1))
     bar = _progress_bar(progress, index.total_bytes, f"{reader.format_name} -> {writer.format_name}")
 
-    def load(ticket: int, name: str) -> tuple[list[Extent] | torch.Tensor, int]:
-        extents = reader.byte_extents(name) if writer.can_stream(name) else None
-        held = 0 if extents is not None else index.tensors[name].nbytes  # streaming holds only the copier's blocks
+    def load(ticket: int, name: str) -> tuple[list[Extent] | RowReader | torch.Tensor, int]:
+        """The cheapest way to move tensor `name`: byte ranges, else row blocks, else the whole tensor."""
+        source = reader.byte_extents(name) if writer.can_stream(name) else None
+        if source is None and writer.can_write_rows(name):
+            source = reader.row_reader(name)
+        held = 0 if source is not None else index.tensors[name].nbytes  # streams hold a block, not the tensor
         budget.acquire(ticket, held)
-        return (extents if extents is not None else reader.read_tensor(name)), held
+        return (source if source is not None else reader.read_tensor(name)), held
 
     copier = StreamCopier(writeback=writer.durable)
     pending: deque[tuple[str, Future]] = deque()
@@ -258,10 +264,13 @@ def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_by
 
 
 def _store(name, payload, reader, writer, index, copier, hasher) -> str:
-    """Write one tensor (byte extents or a materialised tensor); returns the checksum of its logical bytes."""
+    """Write one tensor (byte extents, a row reader or a materialised tensor); returns the checksum of its
+    logical bytes."""
     meta = index.tensors[name]
     if isinstance(payload, list):
-        return copier.copy(name, payload, writer.stream_targets(name), meta.nbytes)
+        return copier.copy(meta, payload, writer.stream_targets(name))
+    if callable(payload):
+        return copy_rows(meta, payload, writer.row_writer(name), hasher, writer.row_granule(name))
     if tuple(payload.shape) != meta.shape or payload.dtype != meta.dtype:
         raise ReshapeError(
             f"{reader.path}: tensor {name!r} reads as {list(payload.shape)} {payload.dtype}, its index "

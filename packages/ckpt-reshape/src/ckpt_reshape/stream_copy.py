@@ -12,8 +12,8 @@ bytes. Then a tensor is a list of source *extents* (file ranges in logical order
   window at a time (hashers and copies release the GIL).
 The two meet once per tensor: on a shared, loaded machine every cross-thread hand-off costs a scheduling
 delay, so there are as few as possible. Memory stays at one mapped window whatever the tensor's size.
-Tensors that do not fit this (TP cuts along other dims, non-contiguous chunks, zarr sources) take the tensor
-path of `convert`.
+Tensors that do not fit this (TP cuts along other dims, non-contiguous chunks, zarr sources) move a block of
+rows at a time instead (`row_blocks`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import mmap
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from ckpt_reshape.byte_ranges import Extent, Target
+from ckpt_reshape.byte_ranges import Extent, Target, check_extents
 from ckpt_reshape.checksums import new_hasher
 from ckpt_reshape.errors import ReshapeError
+from ckpt_reshape.index import TensorMeta
 
 COPY_CHUNK = (
     8 << 20
@@ -48,20 +49,10 @@ class StreamCopier:
         """Stop the hasher thread."""
         self._hasher.shutdown(wait=True)
 
-    def copy(self, name: str, extents: list[Extent], targets: list[Target], nbytes: int) -> str:
-        """Copy tensor `name`'s `nbytes` from `extents` to `targets`; returns the hex checksum of its bytes."""
-        stored = sum(e.length for e in extents)
-        if stored != nbytes:
-            raise ReshapeError(
-                f"{extents[0].path if extents else '?'}: tensor {name!r} is stored in {stored} bytes, its shape "
-                f"and dtype need {nbytes}; mismatched shape or dtype"
-            )
-        for extent in extents:  # a mapping past the end of a file is SIGBUS, not an error: check first
-            if os.fstat(extent.fd).st_size < extent.offset + extent.length:
-                raise ReshapeError(
-                    f"{extent.path}: file ends before byte {extent.offset + extent.length} of tensor {name!r} "
-                    "(truncated)"
-                )
+    def copy(self, meta: TensorMeta, extents: list[Extent], targets: list[Target]) -> str:
+        """Copy tensor `meta`'s bytes from `extents` to `targets`; returns the hex checksum of its bytes."""
+        name = meta.name
+        check_extents(meta, extents)  # a mapping past the end of a file is SIGBUS, not an error: check first
         digest = new_hasher()
         hashed = self._hasher.submit(_hash_extents, extents, digest, self.hash_window)
         try:

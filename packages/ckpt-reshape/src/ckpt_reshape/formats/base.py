@@ -19,6 +19,7 @@ from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.index import CheckpointIndex
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import Piece
+from ckpt_reshape.row_blocks import RowReader, RowWriter, extent_row_reader
 
 SIDECAR_NAME = "ckpt-reshape.json"
 SIDECAR_FORMAT = "ckpt-reshape/1"
@@ -45,6 +46,13 @@ class CheckpointReader(ABC):
     def byte_extents(self, name: str) -> list[Extent] | None:
         """Where the row-major bytes of tensor `name` lie, in logical order; None when they are not stored so."""
         return None
+
+    def row_reader(self, name: str) -> RowReader | None:
+        """Reads blocks of dim-0 rows of tensor `name` without the rest of it (see `row_blocks`); None when
+        this checkpoint cannot (then `read_tensor` is used)."""
+        meta = self.index.require(name, str(self.path))
+        extents = self.byte_extents(name) if meta.shape else None
+        return None if extents is None else extent_row_reader(meta, extents)
 
     def data_files(self) -> list[Path]:
         """Every file that belongs to the checkpoint (for size reports and checksums)."""
@@ -98,6 +106,18 @@ class CheckpointWriter(ABC):
     def stream_targets(self, name: str) -> list[Target]:
         """Reserve tensor `name`'s storage and say where its logical bytes go (only when `can_stream`)."""
         raise NotImplementedError(f"{self.format_name} writer does not stream")
+
+    def can_write_rows(self, name: str) -> bool:
+        """Whether tensor `name` can be stored a block of dim-0 rows at a time (see `row_blocks`)."""
+        return False
+
+    def row_writer(self, name: str) -> RowWriter:
+        """Reserve tensor `name`'s storage and return what stores its rows block by block (when `can_write_rows`)."""
+        raise NotImplementedError(f"{self.format_name} writer does not write row blocks")
+
+    def row_granule(self, name: str) -> int:
+        """Blocks of rows are a multiple of this many rows (e.g. a zarr chunk's rows, so no chunk is written twice)."""
+        return 1
 
     @abstractmethod
     def finish(self, sidecar: dict) -> None:

@@ -39,6 +39,7 @@ from ckpt_reshape.index import TensorMeta
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.open_files import OpenFiles
 from ckpt_reshape.pieces import Piece
+from ckpt_reshape.row_blocks import RowReader, RowWriter, chunk_row_reader, piece_row_writer
 from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, placeholder, pwrite_from, save_skeleton
 from ckpt_reshape.train_manifest import read_train_manifest
 
@@ -129,18 +130,23 @@ class DcpReader(CheckpointReader):
             raise ReshapeError(f"{file}: chunk of tensor {name!r} holds {type(lazy).__name__}, not a tensor")
         return archive, lazy
 
+    def _chunk(self, meta: TensorMeta, chunk: ChunkStorageMetadata, info: _StorageInfo):
+        """A chunk's archive and lazy tensor, checked against the shape and dtype the metadata gives it."""
+        archive, lazy = self._archive(meta.name, info)
+        if lazy.shape != tuple(chunk.sizes) or lazy.dtype != meta.dtype:
+            raise ReshapeError(
+                f"{self.path / info.relative_path}: chunk of {meta.name!r} at {list(chunk.offsets)} is "
+                f"{list(lazy.shape)} {lazy.dtype}, metadata says {list(chunk.sizes)} {meta.dtype}"
+            )
+        return archive, lazy
+
     def read_tensor(self, name: str) -> torch.Tensor:
         """Assemble one logical tensor from its chunks."""
         meta = self.index.require(name, str(self.path))
         chunks = self._chunks[name]
         out = None if len(chunks) == 1 else torch.empty(meta.shape, dtype=meta.dtype)
         for chunk, info in chunks:
-            archive, lazy = self._archive(name, info)
-            if lazy.shape != tuple(chunk.sizes) or lazy.dtype != meta.dtype:
-                raise ReshapeError(
-                    f"{self.path / info.relative_path}: chunk of {name!r} at {list(chunk.offsets)} is "
-                    f"{list(lazy.shape)} {lazy.dtype}, metadata says {list(chunk.sizes)} {meta.dtype}"
-                )
+            archive, lazy = self._chunk(meta, chunk, info)
             if out is None:
                 return archive.read(lazy)
             region = out[tuple(slice(o, o + s) for o, s in zip(chunk.offsets, chunk.sizes, strict=True))]
@@ -155,18 +161,27 @@ class DcpReader(CheckpointReader):
             start = contiguous_start(meta.shape, tuple(chunk.offsets), tuple(chunk.sizes))
             if start is None:
                 return None
-            archive, lazy = self._archive(name, info)
-            if lazy.shape != tuple(chunk.sizes) or lazy.dtype != meta.dtype:
-                raise ReshapeError(
-                    f"{self.path / info.relative_path}: chunk of {name!r} at {list(chunk.offsets)} is "
-                    f"{list(lazy.shape)} {lazy.dtype}, metadata says {list(chunk.sizes)} {meta.dtype}"
-                )
+            archive, lazy = self._chunk(meta, chunk, info)
             extent = archive.extent(lazy)
             if extent is None:
                 return None
             found.append((start, extent))
         found.sort(key=lambda item: item[0])
         return [extent for _, extent in found]
+
+    def row_reader(self, name: str) -> RowReader | None:
+        """Blocks of rows gathered from every chunk that holds some of them (chunks cut along any dims)."""
+        meta = self.index.require(name, str(self.path))
+        if not meta.shape:
+            return None
+        boxes = []
+        for chunk, info in self._chunks[name]:
+            archive, lazy = self._chunk(meta, chunk, info)
+            extent = archive.extent(lazy)
+            if extent is None:
+                return None
+            boxes.append((tuple(chunk.offsets), tuple(chunk.sizes), extent))
+        return chunk_row_reader(meta, boxes)
 
     def read_object(self, name: str) -> bytes:
         """Raw `torch.save` bytes of a non-tensor entry."""
@@ -244,6 +259,13 @@ class DcpWriter(CheckpointWriter):
             start = contiguous_start(meta.shape, piece.offsets, piece.sizes)
             targets.append(Target(fd, offset, start * item, numel * item))
         return targets
+
+    def can_write_rows(self, name: str) -> bool:
+        return bool(self.index.tensors[name].shape)
+
+    def row_writer(self, name: str) -> RowWriter:
+        meta = self.index.tensors[name]
+        return piece_row_writer(meta, [(p.offsets, p.sizes, fd, offset) for p, fd, offset in self._place(name)])
 
     def write_object(self, name: str, payload: bytes) -> None:
         stream = self._file(0)

@@ -28,6 +28,7 @@ from ckpt_reshape.formats.base import (
 from ckpt_reshape.index import CheckpointIndex, TensorMeta
 from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
 from ckpt_reshape.open_files import OpenFiles
+from ckpt_reshape.row_blocks import RowWriter, piece_row_writer
 from ckpt_reshape.torch_zip import pread_into, pwrite_from
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -275,6 +276,20 @@ class HfWriter(CheckpointWriter):
             else Target(fd, offset, part.start * row, part.length * row)
             for fd, offset, part in self._slots.get(name, [])
         ]
+
+    def can_write_rows(self, name: str) -> bool:
+        return bool(self.index.tensors[name].shape) and self.can_stream(name)
+
+    def row_writer(self, name: str) -> RowWriter:
+        meta = self.index.tensors[name]
+        rest = meta.shape[1:]
+        boxes = [
+            ((0,) * len(meta.shape), meta.shape, fd, offset)
+            if part.dim is None
+            else ((part.start, *(0,) * len(rest)), (part.length, *rest), fd, offset)
+            for fd, offset, part in self._slots.get(name, [])
+        ]
+        return piece_row_writer(meta, boxes)
 
     def finish(self, sidecar: dict) -> None:
         for fd in self._fds:

@@ -16,6 +16,7 @@ from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, layout_from_sidecar
 from ckpt_reshape.index import TensorMeta
+from ckpt_reshape.row_blocks import RowWriter, piece_row_writer
 from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, UnsupportedPickle, placeholder, pwrite_from, save_skeleton
 
 SIDECAR_KEY = "_ckpt_reshape"
@@ -171,6 +172,14 @@ class TorchFileWriter(CheckpointWriter):
         if self._offsets is None:
             self._skeleton()
         return [Target(self._stream.fileno(), self._offsets[name], 0, self.index.tensors[name].nbytes)]
+
+    def can_write_rows(self, name: str) -> bool:
+        return bool(self.index.tensors[name].shape)
+
+    def row_writer(self, name: str) -> RowWriter:
+        meta = self.index.tensors[name]
+        (target,) = self.stream_targets(name)
+        return piece_row_writer(meta, [((0,) * len(meta.shape), meta.shape, target.fd, target.offset)])
 
     def finish(self, sidecar: dict) -> None:
         if self._offsets is None:

@@ -20,6 +20,7 @@ from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, fsync_path, layout_from_sidecar
 from ckpt_reshape.index import TensorMeta, dtype_from_name, dtype_name
 from ckpt_reshape.pieces import Piece
+from ckpt_reshape.row_blocks import RowReader, RowWriter
 
 MAX_CHUNK_BYTES = 64 << 20
 SLAB_BYTES = 64 << 20  # what one zarr write call is given (a whole number of dim-0 chunks)
@@ -104,14 +105,18 @@ class ZarrReader(CheckpointReader):
         except KeyError:
             raise ReshapeError(f"{self.path / group / name}: array missing (incomplete zarr checkpoint)") from None
 
-    def read_tensor(self, name: str) -> torch.Tensor:
-        meta = self.index.require(name, str(self.path))
-        array = self._array("tensors", name)
+    def _checked_array(self, meta: TensorMeta):
+        array = self._array("tensors", meta.name)
         if tuple(array.shape) != meta.shape or array.attrs.get("dtype") != dtype_name(meta.dtype):
             raise ReshapeError(
-                f"{self.path / 'tensors' / name}: array is {list(array.shape)} {array.attrs.get('dtype')}, "
+                f"{self.path / 'tensors' / meta.name}: array is {list(array.shape)} {array.attrs.get('dtype')}, "
                 f"the index says {list(meta.shape)} {dtype_name(meta.dtype)}"
             )
+        return array
+
+    def read_tensor(self, name: str) -> torch.Tensor:
+        meta = self.index.require(name, str(self.path))
+        array = self._checked_array(meta)
         try:
             data = array[...]
         except Exception as err:
@@ -119,6 +124,24 @@ class ZarrReader(CheckpointReader):
                 f"{self.path / 'tensors' / name}: chunk unreadable ({err}); truncated or corrupt"
             ) from err
         return _from_numpy(np.asarray(data), meta.dtype)
+
+    def row_reader(self, name: str) -> RowReader | None:
+        meta = self.index.require(name, str(self.path))
+        if not meta.shape:
+            return None
+        array = self._checked_array(meta)
+
+        def read(start: int, stop: int) -> torch.Tensor:
+            try:
+                data = array[start:stop]
+            except Exception as err:
+                raise ReshapeError(
+                    f"{self.path / 'tensors' / name}: chunk of rows {start}..{stop} unreadable ({err}); truncated or "
+                    "corrupt"
+                ) from err
+            return _from_numpy(np.asarray(data), meta.dtype)
+
+        return read
 
     def read_object(self, name: str) -> bytes:
         return bytes(np.asarray(self._array("objects", name)[...]).tobytes())
@@ -180,6 +203,21 @@ class ZarrWriter(CheckpointWriter):
             os.ftruncate(fd, rows * row_bytes)  # an edge chunk is stored whole, padded with the fill value 0
             targets.append(Target(fd, 0, i * rows * row_bytes, min(rows, meta.shape[0] - i * rows) * row_bytes))
         return targets
+
+    def can_write_rows(self, name: str) -> bool:
+        return bool(self.index.tensors[name].shape)
+
+    def row_granule(self, name: str) -> int:
+        return chunk_shape(self.index.tensors[name], self._grid_pieces(name))[0]
+
+    def row_writer(self, name: str) -> RowWriter:
+        self._close_chunk_files()
+        array = self._create(name)
+
+        def write(start: int, rows: torch.Tensor) -> None:
+            array[start : start + rows.shape[0]] = _to_numpy(rows)
+
+        return write
 
     def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
         self._close_chunk_files()
