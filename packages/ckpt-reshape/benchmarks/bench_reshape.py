@@ -58,15 +58,17 @@ print(json.dumps({"largest": max(t.numel() * t.element_size() for t in model.val
 """
 
 _CONVERT = r"""
-import sys
+import json, sys
 from pathlib import Path
 from ckpt_reshape.convert import convert
 from ckpt_reshape.layout import ParallelLayout
+from ckpt_reshape.splits import table_from_plan
 import time
-src, dst, fmt, layout, model_config, durable = sys.argv[1:7]
+src, dst, fmt, layout, model_config, durable, plan = sys.argv[1:8]
+table = table_from_plan(json.loads(plan), "benchmark TP plan") if plan else None
 start = time.perf_counter()
 convert(Path(src), Path(dst), fmt, ParallelLayout.parse(layout) if layout else None, model_config=model_config or None,
-        durable=durable == "1")
+        durable=durable == "1", table=table)
 print("WORK_S", time.perf_counter() - start, flush=True)
 """
 
@@ -171,25 +173,19 @@ def main() -> None:
             "import baseline": [py, "-c", _BASELINE],
         }
         outputs = {"cp -r": "cp.dcp", "cp -r + fsync": "cpf.dcp"}
-        conversions = {  # name: (output, format, layout, model config)
-            "reshape dcp->dcp dp=4,ep=4,fsdp": ("r.dcp", "dcp", "dp=4,ep=4,fsdp=1", ""),
-            "convert dcp->torch": ("o.pt", "torch", "", ""),
-            "convert dcp->hf": ("o.hf", "hf", "", str(cfg_path)),
-            "convert dcp->zarr": ("o.zarr", "zarr", "", ""),
+        # TP cuts the attention output projection along dim 1 (row parallel): those tensors take the row-block path
+        tp_plan = json.dumps({"*.attn.out.weight": "row", "*.attn.qkv.weight": "column", "embed.weight": "column"})
+        conversions = {  # name: (output, format, layout, model config, TP plan)
+            "reshape dcp->dcp dp=4,ep=4,fsdp": ("r.dcp", "dcp", "dp=4,ep=4,fsdp=1", "", ""),
+            "reshape dcp->dcp tp=2,dp=2,fsdp (row-parallel out)": ("t.dcp", "dcp", "dp=2,tp=2,fsdp=1", "", tp_plan),
+            "convert dcp->torch": ("o.pt", "torch", "", "", ""),
+            "convert dcp->hf": ("o.hf", "hf", "", str(cfg_path), ""),
+            "convert dcp->zarr": ("o.zarr", "zarr", "", "", ""),
         }
-        for name, (output, fmt, layout, model_config) in conversions.items():
+        for name, (output, fmt, layout, model_config, plan) in conversions.items():
             for suffix, durable in (("", "1"), (" --no-fsync", "0")):
-                jobs[name + suffix] = [
-                    py,
-                    "-c",
-                    _CONVERT,
-                    str(src),
-                    str(work / output),
-                    fmt,
-                    layout,
-                    model_config,
-                    durable,
-                ]
+                argv = [py, "-c", _CONVERT, str(src), str(work / output), fmt, layout, model_config, durable, plan]
+                jobs[name + suffix] = argv
                 outputs[name + suffix] = output
         jobs["dcp_to_torch_save (torch)"] = [py, "-c", _NATIVE, str(src), str(work / "native.pt")]
         outputs["dcp_to_torch_save (torch)"] = "native.pt"
@@ -201,7 +197,7 @@ def main() -> None:
                 written = folder_bytes(work / outputs[name]) if name in outputs else 0
                 samples[name].append((wall, work_s, rss, written))
                 print(
-                    f"[{rep + 1}/{args.repeats}] {name:36s} {wall:7.2f} s (work {work_s:7.2f} s)  "
+                    f"[{rep + 1}/{args.repeats}] {name:52s} {wall:7.2f} s (work {work_s:7.2f} s)  "
                     f"peak RSS {rss / 1e9:6.3f} GB",
                     flush=True,
                 )
@@ -231,7 +227,7 @@ def _summarise(results: dict, out: Path) -> None:
     cpf_bw = src_bytes / runs["cp -r + fsync"]["work_s"]
     base_rss = runs["import baseline"]["peak_rss_bytes"]
     print(
-        f"\n{'run':36s} {'GB/s':>6s} {'vs cp':>6s} {'vs cp+fsync':>11s} {'RSS/largest':>11s} {'(RSS-import)/largest':>20s}"
+        f"\n{'run':52s} {'GB/s':>6s} {'vs cp':>6s} {'vs cp+fsync':>11s} {'RSS/largest':>11s} {'(RSS-import)/largest':>20s}"
     )
     for name, run in runs.items():
         if name == "import baseline":
@@ -245,7 +241,7 @@ def _summarise(results: dict, out: Path) -> None:
             rss_minus_import_over_largest=(run["peak_rss_bytes"] - base_rss) / largest,
         )
         print(
-            f"{name:36s} {bw / 1e9:6.2f} {run['vs_cp']:6.2f} {run['vs_cp_fsync']:11.2f} "
+            f"{name:52s} {bw / 1e9:6.2f} {run['vs_cp']:6.2f} {run['vs_cp_fsync']:11.2f} "
             f"{run['rss_over_largest']:11.2f} {run['rss_minus_import_over_largest']:20.2f}"
         )
     (out / "bench_reshape.json").write_text(json.dumps(results, indent=1))
