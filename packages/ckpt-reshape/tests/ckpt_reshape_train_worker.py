@@ -1,12 +1,13 @@
-"""One of three processes of test_ckpt_reshape_train_resume.py: a real zaya-train run (zaya1-tiny, FSDP2,
-gloo) on 2 ranks, reshaped by `zaya ckpt convert`, resumed on 3 ranks.
+"""One of three processes of test_ckpt_reshape_train_resume.py: a real zaya-train run (zaya1-tiny, FSDP2 or
+DDP + ZeRO-1 by --strategy, gloo) on 2 ranks, reshaped by `zaya ckpt convert`, resumed on 3 ranks.
 
 The test sets torchrun's variables (RANK, MASTER_ADDR) by hand and this script forms two real process
 groups one after the other, so each process imports torch once instead of once per world size:
 1. ranks 0 and 1 (world 2, port A) train 5 steps; after step 3 rank 0 copies the committed checkpoint
    root (a zaya-train root of step 3) and training goes on, which gives the reference losses of steps 4-5;
    rank 2 meanwhile waits in the second group's rendezvous;
-2. rank 0 runs the `zaya ckpt convert` command (ckpt_reshape's typer app) on the copy to dp=3 with FSDP;
+2. rank 0 runs the `zaya ckpt convert` command (ckpt_reshape's typer app) on the copy to dp=3 (with FSDP for
+   an FSDP2 run; replicated for ZeRO-1, whose optimizer state zaya-train saves by parameter name, as DDP);
 3. all three (world 3, port B) resume from the converted root and train to step 5.
 Rank 0 writes --out: per phase the step it started from, the full weights then, and every step's loss.
 """
@@ -24,16 +25,22 @@ from zaya_train.build import create_trainer
 from zaya_train.config import CheckpointConfig, DataConfig, DistributedConfig, EvalConfig, SourceConfig, TrainConfig
 from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
 
-STEPS, SNAPSHOT_AT, NEW_LAYOUT = 5, 3, "dp=3,fsdp=1"
+STEPS, SNAPSHOT_AT = 5, 3
+STRATEGIES = {  # --strategy: zaya-train's distributed config, the layout the checkpoint is converted to
+    "fsdp": (DistributedConfig(strategy="fsdp", timeout_s=300), "dp=3,fsdp=1"),
+    "zero1": (DistributedConfig(strategy="ddp", zero1=True, timeout_s=300), "dp=3"),
+}
 
 
 class Recorder:
-    """Trainer hook: the weights at the first step this process runs, each step's loss, the snapshot copy."""
+    """Trainer hook: the weights (and, under ZeRO-1, every rank's optimizer state by parameter name) at the
+    first step this process runs, each step's loss, the snapshot copy."""
 
     def __init__(self, snapshot_dir: Path | None) -> None:
         self.snapshot_dir = snapshot_dir
         self.start_step: int | None = None
         self.start_weights: dict[str, torch.Tensor] = {}
+        self.start_optim: list[dict] = []  # per rank: {fqn: {name: tensor}} of its ZeRO-1 local optimizer
         self.losses: dict[int, float] = {}
 
     def before_step(self, trainer) -> None:
@@ -41,6 +48,14 @@ class Recorder:
             self.start_step = trainer.progress.step
             full = get_model_state_dict(trainer.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
             self.start_weights = {k: v.detach().clone() for k, v in full.items()}
+            if trainer.zero1:
+                from zaya_train.optim.zero1_state import parameter_names
+
+                names = parameter_names(trainer.model)
+                state = trainer.optimizer.optim.state
+                mine = {names[p]: {k: v.detach().clone() for k, v in entry.items()} for p, entry in state.items()}
+                self.start_optim = [None] * dist.get_world_size()
+                dist.all_gather_object(self.start_optim, mine)
 
     def after_step(self, trainer, metrics) -> None:
         self.losses[trainer.progress.step] = metrics["loss"]
@@ -48,7 +63,7 @@ class Recorder:
             shutil.copytree(trainer.checkpoints.root, self.snapshot_dir)  # this step's save is committed
 
 
-def train(run_dir: Path, cache: Path, world: int, port: str, snapshot_dir: Path | None) -> dict:
+def train(run_dir: Path, cache: Path, world: int, port: str, snapshot_dir: Path | None, strategy: str) -> dict:
     """Join a `world`-rank group, train (resuming from run_dir's checkpoints if any) to STEPS, leave the group."""
     os.environ.update(WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world), MASTER_PORT=port)
     sources = {
@@ -62,7 +77,7 @@ def train(run_dir: Path, cache: Path, world: int, port: str, snapshot_dir: Path 
         plots=False,
         cpu_threads=1,
         data=DataConfig(sources=sources, val_fraction=0.2),
-        distributed=DistributedConfig(strategy="fsdp", timeout_s=300),
+        distributed=STRATEGIES[strategy][0],
         checkpoint=CheckpointConfig(enabled=True, every_steps=SNAPSHOT_AT, keep_last=3),
         eval=EvalConfig(every_steps=1000, sequences=1, sample_tokens=0),
     )
@@ -86,19 +101,18 @@ def train(run_dir: Path, cache: Path, world: int, port: str, snapshot_dir: Path 
         "world_size": world,
         "start_step": recorder.start_step,
         "start_weights": recorder.start_weights,
+        "start_optim": recorder.start_optim,
         "losses": recorder.losses,
         "final_step": summary["steps"],
     }
 
 
-def convert_snapshot(snapshot: Path, dst: Path) -> str:
-    """`zaya ckpt convert SNAPSHOT DST --to dcp --layout dp=3,fsdp=1`, through the command's own typer app."""
+def convert_snapshot(snapshot: Path, dst: Path, layout: str) -> str:
+    """`zaya ckpt convert SNAPSHOT DST --to dcp --layout LAYOUT`, through the command's own typer app."""
     from ckpt_reshape.cli import app
     from typer.testing import CliRunner
 
-    done = CliRunner().invoke(
-        app, ["convert", str(snapshot), str(dst), "--to", "dcp", "--layout", NEW_LAYOUT, "--quiet"]
-    )
+    done = CliRunner().invoke(app, ["convert", str(snapshot), str(dst), "--to", "dcp", "--layout", layout, "--quiet"])
     if done.exit_code != 0:
         raise SystemExit(f"zaya ckpt convert failed ({done.exit_code}): {done.output}")
     return done.output
@@ -108,16 +122,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--ports", required=True, help="two free ports: the 2-rank group's and the 3-rank group's")
+    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="fsdp")
     args = parser.parse_args()
     rank, (port_a, port_b) = int(os.environ["RANK"]), args.ports.split(",")
     cache, snapshot = args.work / "cache", args.work / "snapshot"
     result: dict = {}
     if rank < 2:
-        result["before"] = train(args.work / "run2", cache, 2, port_a, snapshot)
+        result["before"] = train(args.work / "run2", cache, 2, port_a, snapshot, args.strategy)
         if rank == 0:
             (args.work / "run3").mkdir()
-            result["convert_output"] = convert_snapshot(snapshot, args.work / "run3" / "checkpoints")
-    result["after"] = train(args.work / "run3", cache, 3, port_b, None)
+            layout = STRATEGIES[args.strategy][1]
+            result["convert_output"] = convert_snapshot(snapshot, args.work / "run3" / "checkpoints", layout)
+    result["after"] = train(args.work / "run3", cache, 3, port_b, None, args.strategy)
     if rank == 0:
         torch.save(result, args.work / "result.pt")
     if dist.is_initialized():

@@ -1,6 +1,7 @@
-"""A zaya-train checkpoint reshaped to another world size resumes training: 2 FSDP2 ranks train, `zaya ckpt
-convert --layout dp=3,fsdp=1` reshapes their step-3 checkpoint, 3 ranks resume from it with the source's
-logical weights and continue with the losses the 2-rank run had (same data, same optimizer state)."""
+"""A zaya-train checkpoint reshaped to another world size resumes training: 2 ranks train (FSDP2, or DDP with
+ZeRO-1, whose optimizer state zaya-train saves by parameter name), `zaya ckpt convert --layout dp=3[,fsdp=1]`
+reshapes their step-3 checkpoint, 3 ranks resume from it with the source's logical weights (and, under
+ZeRO-1, its optimizer state, re-partitioned) and continue with the losses the 2-rank run had."""
 
 import math
 import os
@@ -26,7 +27,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _launch(work: Path, world: int, timeout_s: float = 300) -> None:
+def _launch(work: Path, world: int, strategy: str, timeout_s: float = 300) -> None:
     """Start `world` ranks with torchrun's variables; fail fast (killing the rest) if any rank fails."""
     ports = {_free_port()}
     while len(ports) < 2:  # the 2-rank group's and the 3-rank group's stores, on distinct ports
@@ -36,7 +37,7 @@ def _launch(work: Path, world: int, timeout_s: float = 300) -> None:
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1")
         log = open(work / f"rank{rank}.log", "w")  # noqa: SIM115  (closed below)
-        cmd = [sys.executable, str(WORKER), "--work", str(work), "--ports", ports]
+        cmd = [sys.executable, str(WORKER), "--work", str(work), "--ports", ports, "--strategy", strategy]
         procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
     deadline = time.monotonic() + timeout_s
     try:
@@ -57,16 +58,20 @@ def _launch(work: Path, world: int, timeout_s: float = 300) -> None:
 
 @pytest.mark.distributed
 @pytest.mark.slow
-def test_zaya_train_checkpoint_resumes_on_another_world_size(tmp_path: Path):
-    _launch(tmp_path, 3)
+@pytest.mark.parametrize("strategy", ["fsdp", "zero1"])
+def test_zaya_train_checkpoint_resumes_on_another_world_size(tmp_path: Path, strategy: str):
+    _launch(tmp_path, 3, strategy)
     result = torch.load(tmp_path / "result.pt", weights_only=False)
     before, after = result["before"], result["after"]
-    assert "layout dp=3,tp=1,pp=1,ep=1,fsdp=1" in result["convert_output"]
+    fsdp = strategy == "fsdp"
+    assert f"layout dp=3,tp=1,pp=1,ep=1,fsdp={int(fsdp)}" in result["convert_output"]
     src, dst = tmp_path / "snapshot", tmp_path / "run3" / "checkpoints"
 
-    # the reshaped root: 3 rank files, a train state per new rank, zaya-train's manifest for 3 ranks
+    # the reshaped root: a file per rank holding data (replicated DDP tensors are stored once, by rank 0), a
+    # train state per new rank, zaya-train's manifest for 3 ranks
     step3 = dst / "step_00000003"
-    assert sorted(p.name for p in step3.glob("__*_0.distcp")) == [f"__{r}_0.distcp" for r in range(3)]
+    data_ranks = range(3) if fsdp else range(1)
+    assert sorted(p.name for p in step3.glob("__*_0.distcp")) == [f"__{r}_0.distcp" for r in data_ranks]
     states = [load_train_state(step3 / f"train-rank{r:05d}.pkl") for r in range(3)]
     source_states = [load_train_state(src / "step_00000003" / f"train-rank{r:05d}.pkl") for r in range(2)]
     assert [s["world_size"] for s in states] == [3, 3, 3]
@@ -74,7 +79,8 @@ def test_zaya_train_checkpoint_resumes_on_another_world_size(tmp_path: Path):
     assert torch.equal(states[1]["rng"]["torch"], source_states[1]["rng"]["torch"])  # old ranks keep their own
     assert compare(src, step3).ok  # logically equal to the source, bit for bit
     report = verify(step3)  # zaya-train's manifest (.metadata, 3 shards, 3 train states, sidecar) and checksums
-    assert report.ok and report.checked_files == 8
+    assert report.ok and report.checked_files == 2 + len(data_ranks) + 3  # .metadata, shards, train states, sidecar
+    assert not any("zero1_optim" in state for state in source_states)
 
     # resumed at step 3 with the source's logical weights, bit for bit
     assert after["world_size"] == 3 and after["start_step"] == 3
@@ -83,6 +89,15 @@ def test_zaya_train_checkpoint_resumes_on_another_world_size(tmp_path: Path):
         assert set(after["start_weights"]) == model
         for name, tensor in after["start_weights"].items():
             assert torch.equal(tensor, reader.read_tensor("model." + name)), name
+        if not fsdp:  # ZeRO-1: each parameter's state on exactly one of the 3 ranks, equal to the source's
+            saved = {n for n in reader.index.tensors if n.startswith("optim.state.")}
+            held = [f"optim.state.{fqn}.{k}" for state in after["start_optim"] for fqn, e in state.items() for k in e]
+            assert len(after["start_optim"]) == 3 and all(after["start_optim"])
+            assert sorted(held) == sorted(saved)
+            for state in after["start_optim"]:
+                for fqn, entry in state.items():
+                    for key, tensor in entry.items():
+                        assert torch.equal(tensor, reader.read_tensor(f"optim.state.{fqn}.{key}")), (fqn, key)
 
     # training continues: steps 4 and 5 run, with the losses of the 2-rank run (same batches, same moments)
     assert after["final_step"] == 5 and sorted(after["losses"]) == [4, 5]

@@ -1,7 +1,10 @@
 """Real 2-process gloo runs under torchrun: DDP, DDP + ZeRO-1 and FSDP2 match one process with the same
 global batch (same data per step, same losses, same weights within fp32 tolerance), and each strategy's
-sharded checkpoint loads back into a fresh trainer exactly."""
+sharded checkpoint loads back into a fresh trainer exactly. A 2-rank ZeRO-1 checkpoint resumes bitwise on
+2 ranks and, by parameter name, on 1 and 3 ranks; the older pickled ZeRO-1 form still resumes on 2."""
 
+import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +15,8 @@ import torch
 WORKER = Path(__file__).with_name("train_dist_worker.py")
 
 
-def _run(tmp_path: Path, name: str, nproc: int, *args: str) -> dict:
+def _run(tmp_path: Path, name: str, nproc: int, *args: str, fails: bool = False) -> dict | str:
+    """Run the worker on `nproc` ranks; its result (or, with `fails`, its stderr: it must fail)."""
     out = tmp_path / f"{name}.pt"
     if nproc == 1:
         cmd = [sys.executable, str(WORKER)]
@@ -24,6 +28,9 @@ def _run(tmp_path: Path, name: str, nproc: int, *args: str) -> dict:
         text=True,
         timeout=300,
     )
+    if fails:
+        assert proc.returncode != 0, proc.stderr[-4000:]
+        return proc.stderr
     assert proc.returncode == 0, proc.stderr[-4000:]
     return torch.load(out, weights_only=False)
 
@@ -56,3 +63,116 @@ def test_two_process_run_matches_single_process(single, strategy):
     assert ref["losses"][-1] < ref["losses"][0]  # it trains
     got = _run(tmp, "-".join(strategy).strip("-"), 2, *strategy)
     _assert_match(ref, got)
+
+
+# ZeRO-1 checkpoints: 6 sequences per step split over 1, 2 and 3 ranks; a checkpoint at step 3 of 5.
+ZERO1 = ["--optimizer", "muon", "--steps", "5", "--global-batch", "6", "--micro-batch", "1", "--checkpoint-every", "3"]
+ZERO1_RANKS = ["--strategy", "ddp", "--zero1", *ZERO1]
+
+
+def _logical(step_dir: Path, tmp_path: Path) -> dict:
+    """A DCP step folder as one nested state dict ({"model", "optim": {"state": {fqn: ...}, "param_groups"}})."""
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    out = tmp_path / f"{step_dir.parent.parent.name}-{step_dir.name}.pt"
+    dcp_to_torch_save(step_dir, out)
+    return torch.load(out, weights_only=False)
+
+
+def _run_dir_from(snapshot: Path, run_dir: Path) -> Path:
+    shutil.copytree(snapshot, run_dir / "checkpoints")
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def zero1_reference(tmp_path_factory):
+    """An uninterrupted 2-rank ZeRO-1 run of 5 steps, and copies of its checkpoint root at step 3, as written
+    now and in the older pickled form."""
+    tmp = tmp_path_factory.mktemp("zero1")
+    snap, legacy = tmp / "snapshot", tmp / "legacy"
+    ref = _run(tmp, "reference", 2, *ZERO1_RANKS, "--snapshot-at", "3", "--snapshot", str(snap),
+               "--legacy-snapshot", str(legacy))  # fmt: skip
+    assert sorted(ref["step_losses"]) == [1, 2, 3, 4, 5]
+    return tmp, ref, snap, legacy
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_zero1_checkpoint_holds_logical_optimizer_state(zero1_reference):
+    tmp, _, snap, _ = zero1_reference
+    step3 = snap / "step_00000003"
+    for rank in range(2):  # no optimizer shard in the pickled train state any more
+        assert "zero1_optim" not in pickle.loads((step3 / f"train-rank{rank:05d}.pkl").read_bytes())
+    saved = _logical(step3, tmp)
+    # every parameter's state, once, under its name (the tied head under the embedding's), with the global
+    # param groups: what DDP without ZeRO writes
+    from zaya_model import ZayaConfig, ZayaForCausalLM
+
+    names = {name for name, _ in ZayaForCausalLM(ZayaConfig.from_preset("zaya1-tiny")).named_parameters()}
+    assert set(saved["optim"]["state"]) == names and "lm_head.weight" not in names
+    groups = saved["optim"]["param_groups"]
+    assert sorted(fqn for g in groups for fqn in g["params"]) == sorted(saved["optim"]["state"])
+    assert {g["group_name"] for g in groups} == {"muon", "adamw", "adamw_no_decay"}
+    muon = next(iter(g["params"] for g in groups if g["use_muon"]))[0]
+    assert set(saved["optim"]["state"][muon]) == {"momentum_buffer"}
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["now", "legacy"])
+def test_zero1_resume_on_same_world_is_bitwise(zero1_reference, form: str):
+    tmp, ref, snap, legacy = zero1_reference
+    run_dir = _run_dir_from(snap if form == "now" else legacy, tmp / f"resume2-{form}")
+    got = _run(tmp, f"resume2-{form}", 2, *ZERO1_RANKS, "--run-dir", str(run_dir))
+    assert got["start_step"] == 3 and got["step_losses"] == {s: ref["step_losses"][s] for s in (4, 5)}
+    assert all(torch.equal(got["weights"][k], ref["weights"][k]) for k in ref["weights"])
+    # the step-5 checkpoint (new form, also after resuming the legacy one) equals the uninterrupted run's bit for bit
+    want, have = (_logical(d / "checkpoints" / "step_00000005", tmp) for d in (tmp / "run-reference", run_dir))
+    assert want["model"].keys() == have["model"].keys()
+    assert all(torch.equal(want["model"][k], have["model"][k]) for k in want["model"])
+    assert want["optim"]["param_groups"] == have["optim"]["param_groups"]
+    assert want["optim"]["state"].keys() == have["optim"]["state"].keys()
+    for fqn, entry in want["optim"]["state"].items():
+        assert all(torch.equal(value, have["optim"]["state"][fqn][name]) for name, value in entry.items()), fqn
+    assert "zero1_optim" not in pickle.loads((run_dir / "checkpoints/step_00000005/train-rank00001.pkl").read_bytes())
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+@pytest.mark.parametrize("world", [1, 3])
+def test_zero1_checkpoint_resumes_on_another_world_size(zero1_reference, world: int):
+    tmp, ref, snap, _ = zero1_reference
+    run_dir = _run_dir_from(snap, tmp / f"resume{world}")
+    # one process has no process group: it resumes into the unsharded optimizer (`strategy: single`)
+    ranks = ["--strategy", "single", *ZERO1] if world == 1 else ZERO1_RANKS
+    got = _run(tmp, f"resume{world}", world, *ranks, "--run-dir", str(run_dir))
+    assert got["start_step"] == 3
+    # the state each rank holds after the resume (its own parameters under this world's ZeRO partition)
+    saved = _logical(snap / "step_00000003", tmp)["optim"]["state"]
+    holders = {fqn: rank for rank, state in got["resumed_optim"].items() for fqn in state}
+    assert sum(len(state) for state in got["resumed_optim"].values()) == len(holders) == len(saved)
+    assert set(holders) == set(saved) and set(holders.values()) == set(range(world))
+    for fqn, rank in holders.items():
+        loaded = got["resumed_optim"][rank][fqn]
+        assert loaded.keys() == saved[fqn].keys(), fqn
+        assert all(torch.equal(loaded[name], saved[fqn][name]) for name in loaded), fqn
+    # the same data and optimizer state: the uninterrupted 2-rank run's losses (sums in another order: ~1e-7)
+    assert sorted(got["step_losses"]) == [4, 5]
+    for step in (4, 5):
+        assert got["step_losses"][step] == pytest.approx(ref["step_losses"][step], rel=1e-6, abs=0)
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+@pytest.mark.parametrize("world", [1, 3])
+def test_older_zero1_checkpoint_elsewhere_names_its_file(zero1_reference, world: int):
+    tmp, _, _, legacy = zero1_reference
+    run_dir = _run_dir_from(legacy, tmp / f"legacy{world}")
+    ranks = ["--strategy", "single", *ZERO1] if world == 1 else ZERO1_RANKS
+    stderr = _run(tmp, f"legacy{world}", world, *ranks, "--run-dir", str(run_dir), fails=True)
+    here = "1 ranks without ZeRO-1" if world == 1 else "3 ranks"
+    assert (
+        f"step_00000003/train-rank00000.pkl: holds a ZeRO-1 optimizer shard in the older pickled form, "
+        f"partitioned for 2 ranks; this run has {here}"
+    ) in stderr.replace("\n", " ")
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["latest", "step_00000003"]

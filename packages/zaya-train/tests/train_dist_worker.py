@@ -1,8 +1,14 @@
 """A worker for the distributed tests, started by torchrun (or alone): a few real training steps of
-zaya1-tiny under the given strategy; rank 0 writes the losses and the full weights to --out."""
+zaya1-tiny under the given strategy; rank 0 writes the losses and the full weights to --out.
+
+With --snapshot-at K --snapshot DIR, rank 0 copies the committed checkpoint root after step K (training goes
+on); with --legacy-snapshot DIR too, every rank also writes step K as zaya-train wrote ZeRO-1 checkpoints
+before they became reshardable (model in DCP, each rank's ZeRO-1 shard in its pickled train state). A run dir that already holds checkpoints (--run-dir) resumes from them; rank 0 then also writes the
+optimizer state every rank holds right after the resume, by parameter name, and which rank holds it."""
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 import torch
@@ -20,6 +26,52 @@ def _full_weights(trainer) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().clone() for k, v in full.items()}
 
 
+def _optimizer_state_by_name(trainer) -> dict[str, dict[str, torch.Tensor]]:
+    """This rank's optimizer state (ZeRO-1: its local optimizer's), keyed by parameter name."""
+    from zaya_train.optim.zero1_state import local_optimizer, parameter_names
+
+    names = parameter_names(trainer.model)
+    state = local_optimizer(trainer.optimizer).state
+    return {names[p]: {k: v.detach().cpu().clone() for k, v in entry.items()} for p, entry in state.items()}
+
+
+class Recorder:
+    """Trainer hook: each step's loss, the optimizer state after a resume, the snapshot copy."""
+
+    def __init__(self, snapshot_at: int | None, snapshot: Path | None, legacy_snapshot: Path | None) -> None:
+        self.snapshot_at, self.snapshot, self.legacy_snapshot = snapshot_at, snapshot, legacy_snapshot
+        self.start_step: int | None = None
+        self.resumed_optim: dict[int, dict] = {}  # rank -> {fqn: {name: tensor}}
+        self.losses: dict[int, float] = {}
+
+    def before_step(self, trainer) -> None:
+        if self.start_step is not None:
+            return
+        self.start_step = trainer.progress.step
+        if self.start_step > 0:
+            mine = _optimizer_state_by_name(trainer)
+            gathered = [mine]
+            if dist.is_initialized():
+                gathered = [None] * dist.get_world_size()
+                dist.all_gather_object(gathered, mine)
+            self.resumed_optim = dict(enumerate(gathered))
+
+    def after_step(self, trainer, metrics) -> None:
+        self.losses[trainer.progress.step] = metrics["loss"]
+        if trainer.progress.step != self.snapshot_at:
+            return
+        if trainer.ctx.is_rank0:
+            shutil.copytree(trainer.checkpoints.root, self.snapshot)  # this step's save is committed
+        if self.legacy_snapshot is not None:
+            from torch.distributed.checkpoint.state_dict import get_model_state_dict
+            from zaya_train.checkpoint import CheckpointManager
+
+            legacy = CheckpointManager(self.legacy_snapshot, keep_last=1)
+            train_state = {**trainer.train_state(), "zero1_optim": trainer.optimizer.optim.state_dict()}
+            legacy.save(trainer.progress.step, {"model": get_model_state_dict(trainer.model), "train": train_state})
+            legacy.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--strategy", default="single")
@@ -27,6 +79,13 @@ def main() -> None:
     parser.add_argument("--optimizer", default="muon")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--global-batch", type=int, default=4)
+    parser.add_argument("--micro-batch", type=int, default=2)
+    parser.add_argument("--checkpoint-every", type=int, default=2)
+    parser.add_argument("--snapshot-at", type=int, default=None)
+    parser.add_argument("--snapshot", type=Path, default=None)
+    parser.add_argument("--legacy-snapshot", type=Path, default=None)
+    parser.add_argument("--run-dir", type=Path, default=None)
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -35,14 +94,14 @@ def main() -> None:
         "email": SourceConfig(path="stdlib", glob="email/*.py", exclude=[]),
     }
     train = TrainConfig(
-        global_batch_size=4,
-        micro_batch_size=2,
+        global_batch_size=args.global_batch,
+        micro_batch_size=args.micro_batch,
         max_steps=args.steps,
         precision=args.precision,
         plots=False,
         data=DataConfig(sources=sources, val_fraction=0.2),
         distributed=DistributedConfig(strategy=args.strategy, zero1=args.zero1),
-        checkpoint=CheckpointConfig(enabled=True, every_steps=2),
+        checkpoint=CheckpointConfig(enabled=True, every_steps=args.checkpoint_every),
         eval=EvalConfig(every_steps=1000, sequences=4, sample_tokens=0),
     )
     train.optimizer.name = args.optimizer
@@ -57,10 +116,12 @@ def main() -> None:
             )
         ]
     )
-    run_dir = args.out.parent / f"run-{args.out.stem}"
+    run_dir = args.run_dir or args.out.parent / f"run-{args.out.stem}"
     trainer = create_trainer(ZayaConfig.from_preset("zaya1-tiny"), train, recipe, run_dir, cache_dir=args.cache)
     trainer.log_every = 1
     trainer.show_progress = False
+    recorder = Recorder(args.snapshot_at, args.snapshot, args.legacy_snapshot)
+    trainer.hooks.append(recorder)
     summary = trainer.run()
     full = _full_weights(trainer)
     trainer.close()
@@ -83,6 +144,9 @@ def main() -> None:
                 "resumed_step": resumed_step,
                 "resume_exact": resume_exact,
                 "weights": full,
+                "start_step": recorder.start_step,
+                "step_losses": recorder.losses,
+                "resumed_optim": recorder.resumed_optim,
             },
             args.out,
         )

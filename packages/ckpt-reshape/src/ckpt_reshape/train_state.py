@@ -6,7 +6,10 @@ size whose ranks split the global batch. The rest of the state (step, tokens, ph
 window) is global too; only the RNG states are per rank. So a rank of the new world gets the state of the old
 rank with its number, or rank 0's when the world grew (what zaya-train itself falls back to), with
 `world_size` set to the new world. What cannot move is refused before anything is written: ZeRO-1 optimizer
-shards (kept in these files, partitioned by world size) and ranks whose sampler positions disagree.
+shards in the older pickled form (`zero1_optim`, kept in these files, partitioned by world size) and ranks whose
+sampler positions disagree. Current zaya-train saves ZeRO-1 state in the DCP checkpoint by parameter name
+(`optim.state.<fqn>.<name>`, each entry written by the rank that owns it), which is the form DDP writes: such a
+checkpoint reshapes like DDP and its train states hold nothing per world size but the RNG states.
 
 The files are unpickled by a restricted unpickler (plain containers, numpy arrays and dtypes, CPU tensors):
 a checkpoint is data, never code. ckpt-reshape does not import zaya-train; names follow
@@ -122,9 +125,10 @@ def reshape_train_states(folder: Path, old_world: int | None, new_world: int) ->
     for rank, state in enumerate(states):
         if state.get("zero1_optim") is not None:
             raise ReshapeError(
-                f"{files[rank]}: holds a ZeRO-1 optimizer shard, which is partitioned for {old_world} ranks and "
-                f"cannot be re-split for {new_world}; resume this run on {old_world} ranks, or convert with "
-                "--model-only and start a fresh optimizer"
+                f"{files[rank]}: holds a ZeRO-1 optimizer shard in the older pickled form, which is partitioned "
+                f"for {old_world} ranks and cannot be re-split for {new_world}; resume this run on {old_world} "
+                "ranks with current zaya-train and let it save once (it then stores ZeRO-1 state by parameter "
+                "name, which reshapes), or convert with --model-only and start a fresh optimizer"
             )
         for key in _GLOBAL_KEYS:
             if state.get(key) != states[0].get(key):

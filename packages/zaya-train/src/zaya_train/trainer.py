@@ -228,7 +228,7 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
     def train_state(self) -> dict[str, Any]:
         """The picklable part of a checkpoint (per rank)."""
-        state = {
+        return {
             "progress": self.progress.state_dict(),
             "rng": rng_state(),
             "world_size": self.ctx.world_size,
@@ -236,16 +236,19 @@ class Trainer:
             "recipe": self.recipe.name,
             "resilience": self.resilience.state_dict(),
         }
-        if self.zero1:  # this rank's optimizer shard; ZeRO partitions are tied to the world size
-            state["zero1_optim"] = self.optimizer.optim.state_dict()
-        return state
 
     def checkpoint_state(self) -> dict[str, Any]:
-        """{"model", "optim", "train"} as CheckpointManager expects (DCP state dicts + plain dict)."""
+        """{"model", "optim", "train"} as CheckpointManager expects (DCP state dicts + plain dict).
+
+        Under ZeRO-1 `optim` is this rank's part of the logical (per-fqn) optimizer state, which DCP merges
+        with the other ranks' into the checkpoint an unsharded optimizer writes (optim/zero1_state.py)."""
         from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
 
         if self.zero1:
-            return {"model": get_model_state_dict(self.model), "train": self.train_state()}
+            from zaya_train.optim.zero1_state import zero1_state_dict
+
+            optim_sd = zero1_state_dict(self.model, self.optimizer)
+            return {"model": get_model_state_dict(self.model), "optim": optim_sd, "train": self.train_state()}
         model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
         return {"model": model_sd, "optim": optim_sd, "train": self.train_state()}
 
@@ -258,32 +261,34 @@ class Trainer:
 
     def resume(self) -> bool:
         """Load the latest valid checkpoint, if any, and continue exactly where it stopped."""
-        from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict, set_state_dict
 
         from zaya_train.checkpoint.layout import step_dirs
 
         if self.checkpoints is None or not self.cfg.checkpoint.resume or not step_dirs(self.checkpoints.root):
             return False
+        from zaya_train.optim.zero1_state import load_zero1_state_dict, local_optimizer, zero1_template
+
         # Building the templates initialises the optimizer state (DCP steps it once with zero grads, which
         # advances AdamW's step counters); a successful load overwrites it, a failed one must not keep it.
-        fresh = not self.optimizer.state
-        state = self.checkpoint_state()
-        step = self.checkpoints.load_latest(state)
+        optimizer_state = local_optimizer(self.optimizer).state
+        fresh = not optimizer_state
+        if self.zero1:  # only this rank's parameters under the current partition (any world size)
+            state = {"model": get_model_state_dict(self.model), "optim": zero1_template(self.model, self.optimizer)}
+        else:
+            state = self.checkpoint_state()
+        step = self.checkpoints.load_latest(state, self._older_zero1_checkpoint)
         if step is None:
             if fresh:
-                self.optimizer.state.clear()
+                optimizer_state.clear()
             return False
         train = state["train"]
         if self.zero1:
-            if train["world_size"] != self.ctx.world_size:
-                from zaya_train.errors import ZayaTrainError
-
-                raise ZayaTrainError(
-                    f"ZeRO-1 checkpoint was written by {train['world_size']} ranks, this run has "
-                    f"{self.ctx.world_size}; resume with the same world size"
-                )
             set_model_state_dict(self.model, state["model"])
-            self.optimizer.optim.load_state_dict(train["zero1_optim"])
+            if "zero1_optim" in train:  # written before ZeRO-1 state went into the DCP checkpoint
+                self.optimizer.optim.load_state_dict(train["zero1_optim"])
+            else:
+                load_zero1_state_dict(self.model, self.optimizer, state["optim"])
         else:
             set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         self.progress = TrainProgress.from_state_dict(train["progress"])
@@ -295,6 +300,25 @@ class Trainer:
         self.resilience.resumed(step)
         log.info("resumed from step %d (%d tokens, phase %d)", step, self.progress.tokens, self.progress.phase)
         return True
+
+    def _older_zero1_checkpoint(self, state: dict[str, Any], train_file: Path) -> None:
+        """Checkpoints of older zaya-train keep each rank's ZeRO-1 shard in its pickled train state: load
+        that (no optimizer tensors from DCP) under ZeRO-1 on the world size that wrote it, refuse anything else
+        (every rank reads a file of the same checkpoint, so all ranks decide alike)."""
+        train = state["train"]
+        if "zero1_optim" not in train:
+            return
+        if not self.zero1 or train["world_size"] != self.ctx.world_size:
+            from zaya_train.errors import ZayaTrainError
+
+            here = f"{self.ctx.world_size} ranks" + ("" if self.zero1 else " without ZeRO-1")
+            raise ZayaTrainError(
+                f"{train_file}: holds a ZeRO-1 optimizer shard in the older pickled form, partitioned for "
+                f"{train['world_size']} ranks; this run has {here}. Resume with train.distributed.zero1=true on "
+                f"{train['world_size']} ranks and let it save once (checkpoints now store ZeRO-1 state by "
+                "parameter name, loadable on any world size), then resume from that checkpoint here"
+            )
+        state.pop("optim", None)
 
     # ------------------------------------------------------------------ the loop
     def _call_hooks(self, event: str, *args: Any) -> None:

@@ -19,6 +19,7 @@ import pickle
 import shutil
 import time
 import warnings
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,11 +160,15 @@ class CheckpointManager:
             self._executor.shutdown(wait=True)
 
     # ---------------------------------------------------------------- load
-    def load_latest(self, state: dict[str, Any]) -> int | None:
+    def load_latest(
+        self, state: dict[str, Any], on_train_state: Callable[[dict[str, Any], Path], None] | None = None
+    ) -> int | None:
         """Load the newest verified checkpoint into `state` (in place); returns its step or None when none exists.
 
-        Tensors in `state["model"]` / `state["optim"]` are filled in place by DCP; `state["train"]` is
-        replaced by the saved dict of this rank (rank 0's when the world grew).
+        `state["train"]` is replaced by the saved dict of this rank (rank 0's when the world grew); then
+        `on_train_state(state, file)` may adapt the rest of `state` to what that dict says was saved (an older
+        layout, say) or raise, alike on every rank (one rank raising alone leaves the others in DCP's load);
+        then the tensors in `state["model"]` / `state["optim"]` are filled in place by DCP.
         """
         self.wait()
         choice = [self._choose_checkpoint() if self.rank == 0 else None]
@@ -173,6 +178,12 @@ class CheckpointManager:
         if found is None:
             return None
         step, folder = found[0], Path(found[1])
+        own = folder / train_state_name(self.rank)
+        own = own if own.exists() else folder / train_state_name(0)
+        with open(own, "rb") as stream:
+            state[TRAIN_KEY] = pickle.load(stream)
+        if on_train_state is not None:
+            on_train_state(state, own)
         tensors = {k: v for k, v in state.items() if k != TRAIN_KEY}
         if tensors:
             dcp.load(
@@ -181,9 +192,6 @@ class CheckpointManager:
                 process_group=self._group,
                 no_dist=not self.distributed,
             )
-        own = folder / train_state_name(self.rank)
-        with open(own if own.exists() else folder / train_state_name(0), "rb") as stream:
-            state[TRAIN_KEY] = pickle.load(stream)
         return step
 
     def latest_step(self) -> int | None:
