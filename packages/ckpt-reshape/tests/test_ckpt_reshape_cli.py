@@ -48,3 +48,21 @@ def test_inspect_convert_verify(tmp_path: Path, src_dcp: Path, src_state: dict, 
     differs = cli.invoke(app, ["verify", str(dst), str(other)])
     assert differs.exit_code == 1 and "FAILED (1 problems)" in differs.stdout
     assert "'model.final_norm.weight': bytes differ" in differs.stdout
+
+
+def test_inspect_shows_how_each_tensor_is_split(tmp_path: Path, src_dcp: Path):
+    from ckpt_reshape.convert import convert
+    from ckpt_reshape.layout import ParallelLayout
+    from ckpt_reshape.splits import SplitSpec
+
+    dst = tmp_path / "ep.dcp"
+    convert(src_dcp, dst, "dcp", ParallelLayout(dp=4, ep=2, fsdp=True))
+    shown = CliRunner().invoke(app, ["inspect", str(dst), "--limit", "0"])
+    assert shown.exit_code == 0, shown.output
+    assert "split rules: generic" in shown.stdout
+    rows = [line for line in shown.stdout.splitlines() if "8x16x32" in line]  # the stacked experts
+    # ep=2 gives each EP rank 4 experts; its 2-rank FSDP group halves them along dim 0: 4 pieces in all
+    assert rows and all("EP (global" in row and row.rstrip(" │").endswith("4") for row in rows), rows
+    assert SplitSpec(tp_dim=1, tp_kind="row", tp_granule=128).describe() == "TP dim 1 (row, units of 128)"
+    assert SplitSpec(tp_dim=0, tp_sections=(4, 2, 2)).describe() == "TP dim 0 (sections 4|2|2)"
+    assert SplitSpec().describe() == "replicated"

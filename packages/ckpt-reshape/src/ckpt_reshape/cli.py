@@ -32,25 +32,41 @@ def _size(nbytes: int) -> str:
 def inspect_cmd(
     path: Path = typer.Argument(..., help="Checkpoint: DCP folder, zarr group, HF folder or torch.save file"),
     limit: int = typer.Option(50, help="Show at most this many tensors (0: all)"),
+    model_config: str = typer.Option(None, "--model-config", help="ZAYA preset or config.json (for the TP splits)"),
 ) -> None:
-    """Format, layout, tensors with shapes, dtypes and sizes."""
+    """Format, layout, and per tensor its shape, dtype, size, how it is split and into how many pieces."""
     from ckpt_reshape.errors import ReshapeError
     from ckpt_reshape.formats import open_checkpoint
+    from ckpt_reshape.pieces import count_layers, plan_pieces
+    from ckpt_reshape.zaya_names import default_split_table, model_config_for
 
     try:
         with open_checkpoint(path) as reader:
             index = reader.index
-            console.print(f"[bold]{reader.path}[/]  format: {reader.format_name}")
+            console.print(f"[bold]{reader.path}[/]  format: {reader.format_name}", soft_wrap=True)
             console.print(f"layout: {index.layout if index.layout else 'not recorded'}")
             console.print(
                 f"{len(index.tensors)} tensors, {_size(index.total_bytes)}; largest {_size(index.largest_tensor_bytes)}; "
                 f"{len(index.objects)} other entries; optimizer state: {'yes' if index.has_optimizer() else 'no'}"
             )
-            table = Table("tensor", "shape", "dtype", "size")
+            splits = default_split_table(index, model_config_for(index, reader.path, model_config))
+            console.print(f"split rules: {splits.source}")
+            table = Table("tensor", "shape", "dtype", "size", "split", "pieces")
             shown = list(index.tensors.values())
+            layers = count_layers(index)
             for meta in shown[: limit or None]:
+                spec = splits.spec_for(meta.name, meta.shape)
+                try:
+                    pieces = str(len(plan_pieces(meta, spec, index.layout, layers))) if index.layout else "-"
+                except ReshapeError:
+                    pieces = "does not fit the layout"
                 table.add_row(
-                    meta.name, "x".join(map(str, meta.shape)) or "scalar", str(meta.dtype)[6:], _size(meta.nbytes)
+                    meta.name,
+                    "x".join(map(str, meta.shape)) or "scalar",
+                    str(meta.dtype)[6:],
+                    _size(meta.nbytes),
+                    spec.describe(),
+                    pieces,
                 )
             console.print(table)
             if limit and len(shown) > limit:

@@ -34,13 +34,7 @@ from ckpt_reshape.splits import SplitTable
 from ckpt_reshape.stream_copy import Extent, StreamCopier
 from ckpt_reshape.train_manifest import read_train_manifest, write_train_manifest
 from ckpt_reshape.train_state import reshape_train_states, train_state_files
-from ckpt_reshape.zaya_names import (
-    default_split_table,
-    is_zaya_native,
-    key_map_for,
-    resolve_model_config,
-    run_dir_model_config,
-)
+from ckpt_reshape.zaya_names import default_split_table, key_map_for, model_config_for
 
 _HEX_PLACEHOLDER = "0" * 64
 
@@ -154,9 +148,7 @@ def convert(
     writer_cls = WRITERS[to]
     with open_checkpoint(src) as reader:
         index, dropped = _target_index(reader, model_only or writer_cls.model_only, hf_config)
-        cfg = resolve_model_config(model_config, index)
-        if cfg is None and model_config is None and is_zaya_native(index):
-            cfg = run_dir_model_config(src)  # a zaya-train run's checkpoints/: the run's own config.yaml
+        cfg = model_config_for(index, src, model_config)
         if cfg is not None and index.hf_config is None:
             index.hf_config = cfg.to_hf_config()
         layout = layout or reader.index.layout or ParallelLayout()

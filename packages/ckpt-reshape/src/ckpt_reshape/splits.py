@@ -37,6 +37,22 @@ class SplitSpec:
         """JSON-able form for the sidecar file."""
         return {k: v for k, v in self.__dict__.items() if v != SplitSpec.__dataclass_fields__[k].default}
 
+    def describe(self) -> str:
+        """A short human form for `zaya ckpt inspect`, e.g. `TP dim 1 (row, units of 128)`, `EP (global expert ids)`."""
+        parts = []
+        if self.tp_dim is not None:
+            details = [self.tp_kind] if self.tp_kind else []
+            if self.tp_granule > 1:
+                details.append(f"units of {self.tp_granule}")
+            if self.tp_sections:
+                details.append("sections " + "|".join(map(str, self.tp_sections)))
+            parts.append(f"TP dim {self.tp_dim}" + (f" ({', '.join(details)})" if details else ""))
+        if self.expert:
+            parts.append("EP (global expert ids)")
+        if self.pp_place == "last":
+            parts.append("last PP stage")
+        return "; ".join(parts) or "replicated"
+
 
 REPLICATED = SplitSpec()
 

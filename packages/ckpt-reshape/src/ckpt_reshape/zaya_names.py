@@ -107,6 +107,15 @@ def key_map_for(index: CheckpointIndex, cfg) -> HfKeyMap:
     return zaya_key_map(cfg)
 
 
+def model_config_for(index: CheckpointIndex, src: Path, spec: str | dict | Path | None = None):
+    """The model config a conversion uses: `spec` if given, else the checkpoint's own HF config, else (for a
+    zaya-train run's `checkpoints/`) the run's `config.yaml`; None when there is none (or no zaya-model)."""
+    cfg = resolve_model_config(spec, index)
+    if cfg is None and spec is None and is_zaya_native(index):
+        cfg = run_dir_model_config(src)
+    return cfg
+
+
 def default_split_table(index: CheckpointIndex, cfg=None) -> SplitTable:
     """zaya-model's parallel plan for ZAYA names, the built-in table for HF ZAYA names, else generic."""
     model = zaya_model()
