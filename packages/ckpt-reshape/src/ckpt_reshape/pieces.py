@@ -2,11 +2,13 @@
 
 A `Piece` is a rectangular region of a logical tensor owned by one rank. Replicas are stored once, by the
 lowest rank that holds them (as DCP's save planner deduplicates). See `layout.py` for the rank numbering.
+A rank may own several pieces of one tensor: TP sections of a fused tensor, and flat FSDP shards, whose
+element range of the rank-local tensor is a few boxes (partial leading rows, whole rows, partial trailing rows).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 
 from ckpt_reshape.errors import ReshapeError
@@ -86,6 +88,57 @@ def _tp_segments(meta: TensorMeta, spec: SplitSpec, segments: Segments, tp: int,
     return out
 
 
+Box = tuple[tuple[int, ...], tuple[int, ...]]  # (offsets, sizes)
+
+
+def flat_boxes(shape: tuple[int, ...], start: int, stop: int) -> list[Box]:
+    """Row-major elements `[start, stop)` of a tensor of `shape` as at most `2 * ndim - 1` boxes, in order.
+
+    Partial leading row (recursively), the block of whole rows, partial trailing row (recursively): each box
+    is one row-major run of `shape`.
+    """
+    if start >= stop:
+        return []
+    if len(shape) <= 1:
+        return [((start,), (stop - start,))] if shape else [((), ())]
+    inner = 1
+    for size in shape[1:]:
+        inner *= size
+
+    def row(index: int, lo: int, hi: int) -> list[Box]:
+        return [((index, *o), (1, *n)) for o, n in flat_boxes(shape[1:], lo, hi)]
+
+    first_row, first_col = divmod(start, inner)
+    last_row, last_col = divmod(stop, inner)
+    if (stop - 1) // inner == first_row:
+        return row(first_row, first_col, stop - first_row * inner)  # within one row
+    boxes, whole_from = [], first_row
+    if first_col:
+        boxes += row(first_row, first_col, inner)
+        whole_from += 1
+    if last_row > whole_from:
+        boxes.append(((whole_from, *(0 for _ in shape[1:])), (last_row - whole_from, *shape[1:])))
+    if last_col:
+        boxes += row(last_row, 0, last_col)
+    return boxes
+
+
+def _flat_shard(dims: list[Segments], group: int, group_rank: int) -> list[list[Segments]]:
+    """Flat FSDP: this group rank's element range of the rank-local tensor `dims`, as boxes of global runs."""
+    local = tuple(sum(n for _, n in d) for d in dims)
+    numel = 1
+    for size in local:
+        numel *= size
+    if numel == 0:
+        return [dims]  # nothing to shard: the (empty) local tensor, deduplicated like a replica
+    chunk = -(-numel // group)
+    start = min(group_rank * chunk, numel)
+    return [
+        [_select(d, o, n) for d, o, n in zip(dims, offsets, sizes, strict=True)]
+        for offsets, sizes in flat_boxes(local, start, min(start + chunk, numel))
+    ]
+
+
 def plan_pieces(meta: TensorMeta, spec: SplitSpec, layout: ParallelLayout, num_layers: int) -> list[Piece]:
     """All distinct pieces of one tensor under `layout`, each with the lowest rank that owns it."""
     stage = stage_of(meta.name, spec, layout, num_layers)
@@ -103,28 +156,50 @@ def plan_pieces(meta: TensorMeta, spec: SplitSpec, layout: ParallelLayout, num_l
                     dims[0] = [(coords.ep_rank * part, part)]
             if spec.tp_dim is not None and layout.tp > 1:
                 dims[spec.tp_dim] = _tp_segments(meta, spec, dims[spec.tp_dim], layout.tp, tp_rank)
+            boxes = [dims]
             if layout.fsdp and group > 1 and ndim > 0:
-                local = sum(n for _, n in dims[0])
-                chunk = -(-local // group)
-                start = min(group_rank * chunk, local)
-                dims[0] = _select(dims[0], start, min(chunk, local - start))
-                if not dims[0] and meta.shape[0] > 0:
-                    continue  # torch.chunk leaves trailing FSDP ranks empty; they store nothing
-            for region in product(*dims):
-                key = (tuple(o for o, _ in region), tuple(n for _, n in region))
-                if key not in seen:
-                    seen[key] = Piece(coords.rank, *key)
+                if layout.fsdp_flat:
+                    boxes = _flat_shard(dims, group, group_rank)  # empty for trailing ranks past numel
+                else:
+                    local = sum(n for _, n in dims[0])
+                    chunk = -(-local // group)
+                    start = min(group_rank * chunk, local)
+                    dims[0] = _select(dims[0], start, min(chunk, local - start))
+                    if not dims[0] and meta.shape[0] > 0:
+                        continue  # torch.chunk leaves trailing FSDP ranks empty; they store nothing
+            for box in boxes:
+                for region in product(*box):
+                    key = (tuple(o for o, _ in region), tuple(n for _, n in region))
+                    if key not in seen:
+                        seen[key] = Piece(coords.rank, *key)
     return list(seen.values())
 
 
-def plan_layout(index: CheckpointIndex, table: SplitTable, layout: ParallelLayout) -> dict[str, list[Piece]]:
+class LayoutPlan(dict[str, list[Piece]]):
+    """Pieces of every tensor under a layout, plus `grid`: the pieces a chunked format aligns its chunks with.
+
+    `grid` is the same layout's pieces without flat FSDP cuts (dim-0 shards instead), which are arbitrary
+    element boundaries that would shrink a gcd-aligned chunk grid to a few elements; for every other
+    layout it is the plan itself.
+    """
+
+    grid: dict[str, list[Piece]]
+
+
+def plan_layout(index: CheckpointIndex, table: SplitTable, layout: ParallelLayout) -> LayoutPlan:
     """Pieces of every tensor under `layout`; raises `ReshapeError` (before anything is written) if impossible."""
     num_layers = count_layers(index)
     if layout.pp > 1 and num_layers < layout.pp:
         raise ReshapeError(
             f"layout pp={layout.pp} needs at least {layout.pp} decoder layers; this checkpoint has {num_layers}"
         )
-    return {
-        name: plan_pieces(meta, table.spec_for(name, meta.shape), layout, num_layers)
-        for name, meta in index.tensors.items()
-    }
+
+    def plan(target: ParallelLayout) -> dict[str, list[Piece]]:
+        return {
+            name: plan_pieces(meta, table.spec_for(name, meta.shape), target, num_layers)
+            for name, meta in index.tensors.items()
+        }
+
+    out = LayoutPlan(plan(layout))
+    out.grid = plan(replace(layout, fsdp_flat=False)) if layout.fsdp_flat else out
+    return out
