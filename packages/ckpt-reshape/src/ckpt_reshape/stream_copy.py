@@ -29,9 +29,10 @@ from ckpt_reshape.checksums import new_hasher
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.index import TensorMeta
 
-COPY_CHUNK = (
-    8 << 20
-)  # bytes per copy_file_range / pwrite call and writeback request (1-8 MB measured alike, 64 MB slower)
+# Bytes per pwrite call, and per copy_file_range call and writeback request in a durable conversion: starting
+# the disk writes every 8 MB beat 64 MB and a final fsync alone. Without writeback a range goes to the kernel in
+# one call, as `cp` does: 8 MB calls measured ~35% slower than that (interleaved runs, 2.3 GB, ext4 on virtio).
+COPY_CHUNK = 8 << 20
 HASH_WINDOW = 16 << 20  # bytes of the source mapped at a time by the hasher
 
 
@@ -81,6 +82,8 @@ class StreamCopier:
         while done < length:
             n = min(self.copy_chunk, length - done)
             if self.kernel_copy:
+                if not self.writeback:
+                    n = length - done  # the kernel caps a call itself (~2 GB) and says how much it copied
                 try:
                     got = os.copy_file_range(extent.fd, fd, n, src + done, dst + done)
                 except OSError:  # e.g. EXDEV across file systems: through user memory from here on
