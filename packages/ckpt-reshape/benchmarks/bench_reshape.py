@@ -8,10 +8,12 @@ Measures, each conversion in its own child process (peak RSS from `os.wait4`):
   * torch's own `dcp_to_torch_save` on the same source.
 Reports throughput against `cp` (target >= 70%) and peak RSS against the largest tensor (target <= 2x; the
 RSS of a child that only imports torch and ckpt_reshape is shown too, since it is part of every peak).
-Every job runs `--repeats` times, interleaved round by round (the machine may be shared), each after an
-`os.sync()`; times are medians, peak RSS the largest seen.
+Every job runs `--repeats` times, interleaved round by round in a shuffled (seeded) order, after `--warmup`
+uncounted rounds (the machine may be shared), each after an `os.sync()`; times are medians, peak RSS the
+largest seen, and the ratios to `cp` are taken within each round, then the median.
 
-    python packages/ckpt-reshape/benchmarks/bench_reshape.py --out OUT [--layers 3] [--repeats 3] [--smoke]
+    python packages/ckpt-reshape/benchmarks/bench_reshape.py --out OUT [--layers 3] [--repeats 3] [--warmup 1]
+        [--only REGEX] [--smoke]
 
 Writes OUT/bench_reshape.json and OUT/bench_reshape.png and prints a table.
 """
@@ -21,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -29,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+BASELINES = ("cp -r", "cp -r + fsync", "import baseline")  # every run has these: the ratios are against them
 BASE = {"vocab": 262272, "hidden": 2048, "heads": 8, "kv_heads": 2, "head_dim": 128, "experts": 16, "ffn": 2048}
 SMOKE = {"vocab": 2048, "hidden": 64, "heads": 4, "kv_heads": 2, "head_dim": 16, "experts": 4, "ffn": 64}
 
@@ -66,6 +71,8 @@ from ckpt_reshape.splits import table_from_plan
 import time
 src, dst, fmt, layout, model_config, durable, plan = sys.argv[1:8]
 table = table_from_plan(json.loads(plan), "benchmark TP plan") if plan else None
+if fmt == "zarr":
+    import zarr  # an import, like torch's: start-up cost (~0.4 s), not throughput; the JSON's wall_s includes it
 start = time.perf_counter()
 convert(Path(src), Path(dst), fmt, ParallelLayout.parse(layout) if layout else None, model_config=model_config or None,
         durable=durable == "1", table=table)
@@ -121,6 +128,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="scratch folder on the disk under test")
     parser.add_argument("--smoke", action="store_true", help="tiny widths, for a CI check that the script runs")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; times are medians, RSS the max")
+    parser.add_argument("--warmup", type=int, default=1, help="rounds run first and not counted (cold caches)")
+    parser.add_argument("--only", default=None, help="regex: run only matching conversions (cp rows always run)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.workdir is not None:
@@ -134,6 +143,8 @@ def main() -> None:
         "layers": args.layers,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "repeats": args.repeats,
+        "warmup": args.warmup,
+        "only": args.only,
         "runs": {},
     }
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="bench_reshape_") as tmp:
@@ -189,16 +200,22 @@ def main() -> None:
                 outputs[name + suffix] = output
         jobs["dcp_to_torch_save (torch)"] = [py, "-c", _NATIVE, str(src), str(work / "native.pt")]
         outputs["dcp_to_torch_save (torch)"] = "native.pt"
+        if args.only:
+            jobs = {n: a for n, a in jobs.items() if n in BASELINES or re.search(args.only, n)}
         samples: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name in jobs}
-        for rep in range(args.repeats):  # interleaved: every job once per round, so load drifts hit all alike
-            for name, argv in jobs.items():
+        rounds = [("warm-up", r) for r in range(args.warmup)] + [("round", r) for r in range(args.repeats)]
+        for kind, rep in rounds:  # interleaved: every job once per round, so load drifts hit all alike
+            order = list(jobs)
+            random.Random(rep).shuffle(order)  # no job always runs right after the same other job
+            for name in order:
                 os.sync()  # start each run with no dirty pages left over from the previous one
-                wall, work_s, rss = run_child(argv)
+                wall, work_s, rss = run_child(jobs[name])
                 written = folder_bytes(work / outputs[name]) if name in outputs else 0
-                samples[name].append((wall, work_s, rss, written))
+                if kind == "round":
+                    samples[name].append((wall, work_s, rss, written))
+                label = f"{kind} {rep + 1}/{args.warmup if kind == 'warm-up' else args.repeats}"
                 print(
-                    f"[{rep + 1}/{args.repeats}] {name:52s} {wall:7.2f} s (work {work_s:7.2f} s)  "
-                    f"peak RSS {rss / 1e9:6.3f} GB",
+                    f"[{label}] {name:60s} {wall:7.2f} s (work {work_s:7.2f} s)  peak RSS {rss / 1e9:6.3f} GB",
                     flush=True,
                 )
                 if name in outputs:
@@ -219,6 +236,16 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     elif path.exists():
         path.unlink()
+
+
+def _publish(path: Path, write) -> None:
+    """Write a result under a temporary name beside `path`, then rename it: a result is whole or absent."""
+    tmp = path.with_name(f".tmp.{path.name}.{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _paired(baseline: dict, run: dict) -> float:
@@ -255,7 +282,7 @@ def _summarise(results: dict, out: Path) -> None:
             f"{run['vs_cp_fsync_paired']:6.2f} "
             f"{run['rss_over_largest']:11.2f} {run['rss_minus_import_over_largest']:20.2f}"
         )
-    (out / "bench_reshape.json").write_text(json.dumps(results, indent=1))
+    _publish(out / "bench_reshape.json", lambda tmp: tmp.write_text(json.dumps(results, indent=1)))
     try:
         import matplotlib
 
@@ -279,7 +306,7 @@ def _summarise(results: dict, out: Path) -> None:
     ax2.set_yticks([])
     fig.suptitle(f"ckpt-reshape, {src_bytes / 1e9:.2f} GB zaya1-base-width checkpoint, {results['machine']}")
     fig.tight_layout()
-    fig.savefig(out / "bench_reshape.png", dpi=120)
+    _publish(out / "bench_reshape.png", lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
 
 
 if __name__ == "__main__":

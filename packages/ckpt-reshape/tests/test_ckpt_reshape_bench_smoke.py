@@ -23,6 +23,8 @@ def test_bench_reshape_smoke(tmp_path: Path):
             "2",
             "--repeats",
             "1",
+            "--warmup",
+            "0",
             "--workdir",
             str(tmp_path / "new" / "work"),
         ],
@@ -36,3 +38,15 @@ def test_bench_reshape_smoke(tmp_path: Path):
     assert expected | {"dcp_to_torch_save (torch)"} <= set(results["runs"])
     assert all(run["bytes_written"] > 0 for name, run in results["runs"].items() if name != "import baseline")
     assert (tmp_path / "bench_reshape.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_bench_reshape_only_runs_the_chosen_conversions_after_uncounted_warmup(tmp_path: Path):
+    argv = [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--smoke", "--layers", "1"]
+    argv += ["--repeats", "2", "--warmup", "1", "--only", "torch --no-fsync$"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = json.loads((tmp_path / "bench_reshape.json").read_text())["runs"]
+    assert set(runs) == {"cp -r", "cp -r + fsync", "import baseline", "convert dcp->torch --no-fsync"}
+    assert all(len(run["work_s_samples"]) == 2 for run in runs.values())  # the warm-up round is not counted
+    assert done.stdout.count("[warm-up 1/1]") == 4
