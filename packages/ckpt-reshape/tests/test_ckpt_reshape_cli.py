@@ -52,6 +52,7 @@ def test_inspect_convert_verify(tmp_path: Path, src_dcp: Path, src_state: dict, 
 
 def test_inspect_shows_how_each_tensor_is_split(tmp_path: Path, src_dcp: Path):
     from ckpt_reshape.convert import convert
+    from ckpt_reshape.formats import open_checkpoint
     from ckpt_reshape.layout import ParallelLayout
     from ckpt_reshape.splits import SplitSpec
 
@@ -61,6 +62,11 @@ def test_inspect_shows_how_each_tensor_is_split(tmp_path: Path, src_dcp: Path):
     assert shown.exit_code == 0, shown.output
     assert "split rules: generic" in shown.stdout
     rows = [line for line in shown.stdout.splitlines() if "8x16x32" in line]  # the stacked experts
+    with open_checkpoint(dst) as reader:  # piped (not a terminal): one line per tensor, its name whole
+        names = list(reader.index.tensors)
+    assert max(map(len, names)) > 20 and all(
+        any(f"│ {n} " in line for line in shown.stdout.splitlines()) for n in names
+    )
     # ep=2 gives each EP rank 4 experts; its 2-rank FSDP group halves them along dim 0: 4 pieces in all
     assert rows and all("EP (global" in row and row.rstrip(" │").endswith("4") for row in rows), rows
     assert SplitSpec(tp_dim=1, tp_kind="row", tp_granule=128).describe() == "TP dim 1 (row, units of 128)"

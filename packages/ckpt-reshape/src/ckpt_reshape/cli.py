@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 app = typer.Typer(help="Checkpoint layouts and formats: inspect, convert (reshape), verify.", no_args_is_help=True)
-console = Console()
+console = Console(soft_wrap=True)  # a message is one line (greppable); the terminal wraps it
 
 
 def _fail(err: Exception) -> None:
@@ -26,6 +26,16 @@ def _size(nbytes: int) -> str:
             return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.2f} {unit}"
         nbytes /= 1000
     return str(nbytes)
+
+
+def _print_table(table: Table) -> None:
+    """On a terminal, fit its width; piped into grep or a file, one line per row however wide the table."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    unbounded = console.options.update_width(1 << 16)
+    width = max(console.width, console.measure(table, options=unbounded).maximum)
+    Console(width=width, color_system=None).print(table)
 
 
 @app.command("inspect")
@@ -68,7 +78,9 @@ def inspect_cmd(
                     spec.describe(),
                     pieces,
                 )
-            console.print(table)
+            table.columns[0].overflow = "fold"  # a tensor's name is never cut short, only wrapped
+            # piped into grep or a file, every row is one line, however wide: no terminal to fit
+            _print_table(table)
             if limit and len(shown) > limit:
                 console.print(f"... and {len(shown) - limit} more (--limit 0 shows all)")
     except ReshapeError as err:
