@@ -2,6 +2,7 @@
 destinations. Every error names the file (and tensor) and the source is never modified."""
 
 import json
+import re
 import struct
 from pathlib import Path
 
@@ -170,3 +171,35 @@ def test_sidecars_with_sha256_checksums_still_verify(tmp_path: Path, src_dcp: Pa
     assert report.problems == [
         f"{out}: tensor 'model.final_norm.weight' sha256 checksum differs from the stored one (corrupt)"
     ]
+
+
+def _damage(ckpt: Path, fmt: str, name: str) -> None:
+    """Flip a byte inside tensor `name`'s stored bytes, or (zarr) delete one of its chunk files."""
+    if fmt == "zarr":
+        chunks = sorted(p for p in (ckpt / "tensors" / name).rglob("*") if p.is_file() and p.name != "zarr.json")
+        chunks[len(chunks) // 2].unlink()  # zarr itself reads a missing chunk back as the fill value
+        return
+    with open_checkpoint(ckpt) as reader:
+        extent = reader.byte_extents(name)[0]
+        path, offset = Path(extent.path), extent.offset + extent.length // 2
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("fmt", ["dcp", "zarr", "hf", "torch"])
+def test_damaged_source_stops_the_conversion(tmp_path: Path, src_dcp: Path, fmt: str, snapshot):
+    ours = tmp_path / f"ours.{fmt}"
+    convert(src_dcp, ours, fmt, ParallelLayout(dp=4, ep=4, fsdp=True))
+    with open_checkpoint(ours) as reader:
+        name = next(n for n in reader.index.tensors if "gate_up" in n)
+    _damage(ours, fmt, name)
+    before = snapshot(ours)
+    for target in ("dcp", "torch"):
+        with pytest.raises(
+            ReshapeError, match=rf"ours\.{fmt}: tensor '{re.escape(name)}' differs from the .* checksum"
+        ):
+            convert(ours, tmp_path / f"out.{target}", target, ParallelLayout(dp=2, ep=2))
+        assert not (tmp_path / f"out.{target}").exists()
+    assert snapshot(ours) == before
+    _no_leftovers(tmp_path)

@@ -60,6 +60,35 @@ def stored_checksum(sidecar: dict | None, entry: dict) -> tuple[str, str] | None
     return None
 
 
+class RecordedChecksums:
+    """The checksums a source's sidecar recorded when ckpt-reshape wrote it, checked against what a conversion
+    computes while it reads: a corrupt byte or a deleted zarr chunk (which zarr reads back as zeros) stops the
+    conversion instead of being copied into the output."""
+
+    def __init__(self, sidecar: dict | None, path: Path) -> None:
+        self.sidecar, self.path = sidecar or {}, path
+        self.object_algorithm = self.sidecar.get("checksum_algorithm", "sha256")
+
+    def check_tensor(self, name: str, digest: str) -> None:
+        """Raise if tensor `name`'s bytes (hashed with DEFAULT_ALGORITHM) differ from what was recorded."""
+        recorded = stored_checksum(self.sidecar, self.sidecar.get("tensors", {}).get(name, {}))
+        self._check(f"tensor {name!r}", recorded, digest)
+
+    def check_object(self, name: str, digest: str) -> None:
+        """Raise if entry `name`'s bytes (hashed with DEFAULT_ALGORITHM) differ from what was recorded."""
+        recorded = self.sidecar.get("objects", {}).get(name)
+        self._check(f"entry {name!r}", recorded and (self.object_algorithm, recorded), digest)
+
+    def _check(self, what: str, recorded: tuple[str, str] | None, digest: str) -> None:
+        # a sidecar hashed with another algorithm (sha256 from before BLAKE3) is left to `zaya ckpt verify`
+        if recorded and recorded[0] == DEFAULT_ALGORITHM and recorded[1] != digest:
+            raise ReshapeError(
+                f"{self.path}: {what} differs from the {recorded[0]} checksum recorded when it was written "
+                f"(corrupt, truncated or missing data); nothing was written. `zaya ckpt verify {self.path}` "
+                "lists every damaged entry"
+            )
+
+
 def file_sha256(path: Path) -> str:
     """Hex sha256 of a file read in chunks."""
     digest = hashlib.sha256()

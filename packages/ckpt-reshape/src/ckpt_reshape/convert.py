@@ -1,12 +1,13 @@
 """Convert any checkpoint to any format and layout, one logical tensor at a time.
 
-The pipeline: plan every target piece first (an impossible layout fails here, before a byte is written);
-then each tensor moves the cheapest way both formats allow: as byte ranges copied file to file
-(`stream_copy`: cuts along dim 0), else a block of rows at a time (`row_blocks`: TP cuts along other dims,
-zarr sources), else whole. Whole tensors are read ahead of the writer by I/O threads under a byte budget (by
-default the largest tensor's size, so at most about one extra tensor is ever held). Each tensor is hashed (in
-another thread) while its pieces are written; the output is published by an atomic rename. Peak memory is
-therefore a copy block for streamed tensors and at most about twice the largest tensor otherwise.
+The pipeline: plan every target piece first (an impossible layout fails here, before a byte is written); then
+each tensor moves the cheapest way both formats allow: as byte ranges copied file to file (`stream_copy`: cuts
+along dim 0), else a block of rows at a time (`row_blocks`: TP cuts along other dims, zarr sources), else whole.
+Whole tensors are read ahead of the writer by I/O threads under a byte budget (by default the largest tensor's
+size, so at most about one extra tensor is ever held). Each tensor is hashed (in another thread) while its
+pieces are written, and checked against the checksum the source recorded when ckpt-reshape wrote it (damaged
+data stops the conversion); the output is published by an atomic rename. Peak memory is therefore a copy block
+for streamed tensors and at most about twice the largest tensor otherwise.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 import torch
 
 from ckpt_reshape.atomic import atomic_output, check_destination
-from ckpt_reshape.checksums import DEFAULT_ALGORITHM, bytes_checksum, tensor_checksum
+from ckpt_reshape.checksums import DEFAULT_ALGORITHM, RecordedChecksums, bytes_checksum, tensor_checksum
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats import FORMATS, WRITERS, CheckpointReader, open_checkpoint
 from ckpt_reshape.formats.base import SIDECAR_FORMAT, fsync_path
@@ -173,9 +174,11 @@ def convert(
             writer.durable = durable
             if hasattr(writer, "reserve_sidecar"):
                 writer.reserve_sidecar(sidecar)
+            recorded = RecordedChecksums(reader.sidecar, reader.path)
             for name in index.objects:
                 payload = reader.read_object(name)
                 sidecar["objects"][name] = bytes_checksum(payload)
+                recorded.check_object(name, sidecar["objects"][name])
                 writer.write_object(name, payload)
             written = _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress)
             if train_manifest is not None:
@@ -219,6 +222,7 @@ def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_by
         budget.acquire(ticket, held)
         return (source if source is not None else reader.read_tensor(name)), held
 
+    recorded = RecordedChecksums(reader.sidecar, reader.path)
     copier = StreamCopier(writeback=writer.durable)
     pending: deque[tuple[str, Future]] = deque()
     written, next_i = 0, 0
@@ -239,6 +243,7 @@ def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_by
                     finally:
                         del payload
                         budget.release(held)
+                    recorded.check_tensor(name, digest)
                     sidecar["tensors"][name]["checksum"] = digest
                     written += index.tensors[name].nbytes
                     if bar is not None:
