@@ -55,7 +55,7 @@ class StreamCopier:
         name = meta.name
         check_extents(meta, extents)  # a mapping past the end of a file is SIGBUS, not an error: check first
         digest = new_hasher()
-        hashed = self._hasher.submit(_hash_extents, extents, digest, self.hash_window)
+        hashed = self._hasher.submit(hash_extents, extents, digest, self.hash_window)
         try:
             starts = [0]
             for extent in extents[:-1]:
@@ -107,7 +107,7 @@ class StreamCopier:
             done += got
 
 
-def _hash_extents(extents: list[Extent], digest, window: int) -> None:
+def hash_extents(extents: list[Extent], digest, window: int) -> None:
     """Feed the extents' bytes to `digest` in order, from read-only mappings of a window at a time."""
     for extent in extents:
         pos, end = extent.offset, extent.offset + extent.length
