@@ -2,12 +2,12 @@
 
 The pipeline: plan every target piece first (an impossible layout fails here, before a byte is written); then
 each tensor moves the cheapest way both formats allow: as byte ranges copied file to file (`stream_copy`: cuts
-along dim 0), else a block of rows at a time (`row_blocks`: TP cuts along other dims, zarr sources), else whole.
-Whole tensors are read ahead of the writer by I/O threads under a byte budget (by default the largest tensor's
-size, so at most about one extra tensor is ever held). Each tensor is hashed (in another thread) while its
-pieces are written, and checked against the checksum the source recorded when ckpt-reshape wrote it (damaged
-data stops the conversion); the output is published by an atomic rename. Peak memory is therefore a copy block
-for streamed tensors and at most about twice the largest tensor otherwise.
+along dim 0), else a block of rows at a time (`row_blocks`: TP cuts along other dims, zarr chunks of partial
+rows), else whole. Whole tensors are read ahead of the writer by I/O threads under a byte budget (by default the
+largest tensor's size, so at most about one extra tensor is ever held). Each tensor is hashed (in another
+thread) while its pieces are written, and checked against the checksum the source recorded when ckpt-reshape
+wrote it (damaged data stops the conversion); the output is published by an atomic rename. Peak memory is
+therefore a copy block for streamed tensors and at most about twice the largest tensor otherwise.
 """
 
 from __future__ import annotations

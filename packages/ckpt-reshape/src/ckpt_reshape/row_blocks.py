@@ -1,12 +1,12 @@
 """Row-block streaming: tensors whose bytes the conversion must rearrange, moved a block of rows at a time.
 
-A TP cut along dim 1 (row-parallel weights), on either side of a conversion, or a zarr source, means the
-target's bytes are not a run of the source's, so `stream_copy` cannot move them file to file. They still
-never need the whole tensor in memory: every format stores each piece of a tensor row-major, so the rows
-`[a, b)` of the logical tensor (its dim 0) are one run inside every piece that holds them. A conversion
-therefore reads one block of rows at a time (about `BLOCK_BYTES`, gathered from however many source pieces
-hold it), hashes it in another thread while each target piece's part of it is written, and moves on. Memory
-is one block plus one piece's slice of it, whatever the tensor's size.
+A TP cut along dim 1 (row-parallel weights), on either side of a conversion, or a zarr source not chunked in
+whole rows, means the target's bytes are not a run of the source's, so `stream_copy` cannot move them file to
+file. They still never need the whole tensor in memory: every format stores each piece of a tensor row-major, so
+the rows `[a, b)` of the logical tensor (its dim 0) are one run inside every piece that holds them. A conversion
+therefore reads one block of rows at a time (about `BLOCK_BYTES`, gathered from however many source pieces hold
+it), hashes it in another thread while each target piece's part of it is written, and moves on. Memory is one
+block plus one piece's slice of it, whatever the tensor's size.
 
 Readers offer `row_reader(name)` and writers `row_writer(name)` (see `formats.base`); this module holds the
 loop and the extent arithmetic they share.

@@ -10,10 +10,10 @@ bytes. Then a tensor is a list of source *extents* (file ranges in logical order
   fsync at the end of the conversion has little left to wait for;
 - meanwhile a hasher thread computes the tensor's checksum from the source's pages mapped read-only, a
   window at a time (hashers and copies release the GIL).
-The two meet once per tensor: on a shared, loaded machine every cross-thread hand-off costs a scheduling
-delay, so there are as few as possible. Memory stays at one mapped window whatever the tensor's size.
-Tensors that do not fit this (TP cuts along other dims, non-contiguous chunks, zarr sources) move a block of
-rows at a time instead (`row_blocks`).
+The two meet once per tensor: on a shared, loaded machine every cross-thread hand-off costs a scheduling delay,
+so there are as few as possible. Memory stays at one mapped window whatever the tensor's size. Tensors that do
+not fit this (TP cuts along other dims, non-contiguous chunks, zarr chunks of partial rows) move a block of rows
+at a time instead (`row_blocks`).
 """
 
 from __future__ import annotations

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ckpt_reshape.byte_ranges import Target
+from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, fsync_path, layout_from_sidecar
 from ckpt_reshape.index import TensorMeta, dtype_from_name, dtype_name
+from ckpt_reshape.open_files import OpenFiles
 from ckpt_reshape.pieces import Piece
 from ckpt_reshape.row_blocks import RowReader, RowWriter
 
@@ -98,6 +99,7 @@ class ZarrReader(CheckpointReader):
             self.index.tensors[name] = TensorMeta(name, tuple(entry["shape"]), dtype_from_name(entry["dtype"], name))
         self.index.objects = list(self.sidecar.get("objects", {}))
         self.index.paths = {k: tuple(v) for k, v in self.sidecar.get("paths", {}).items()}
+        self._files = OpenFiles(self.path)
 
     def _array(self, group: str, name: str):
         try:
@@ -124,6 +126,33 @@ class ZarrReader(CheckpointReader):
                 f"{self.path / 'tensors' / name}: chunk unreadable ({err}); truncated or corrupt"
             ) from err
         return _from_numpy(np.asarray(data), meta.dtype)
+
+    def byte_extents(self, name: str) -> list[Extent] | None:
+        """The chunk files of an array chunked in whole rows and stored raw (no codec but little-endian bytes):
+        each is a run of the tensor's bytes, so conversions copy them file to file. None otherwise, or when a
+        chunk file is absent (zarr reads it as the fill value; the row path does the same)."""
+        meta = self.index.require(name, str(self.path))
+        if not meta.shape or meta.shape[0] == 0 or sys.byteorder != "little":
+            return None
+        array = self._checked_array(meta)
+        serializer = getattr(array, "serializer", None)
+        raw = (
+            type(serializer).__name__ == "BytesCodec" and str(getattr(serializer.endian, "value", "little")) == "little"
+        )
+        if not raw or array.compressors or array.filters or tuple(array.chunks[1:]) != meta.shape[1:]:
+            return None
+        rows, row_bytes = array.chunks[0], meta.nbytes // meta.shape[0]
+        extents = []
+        for i in range(-(-meta.shape[0] // rows)):
+            relative = f"tensors/{name}/{array.metadata.encode_chunk_key((i,) + (0,) * (len(meta.shape) - 1))}"
+            if not (self.path / relative).is_file():
+                return None
+            length = min(rows, meta.shape[0] - i * rows) * row_bytes
+            extents.append(Extent(self._files.fd(relative), 0, length, self.path / relative))
+        return extents
+
+    def close(self) -> None:
+        self._files.close()
 
     def row_reader(self, name: str) -> RowReader | None:
         meta = self.index.require(name, str(self.path))
