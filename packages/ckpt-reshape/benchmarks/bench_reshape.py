@@ -238,16 +238,6 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-def _publish(path: Path, write) -> None:
-    """Write a result under a temporary name beside `path`, then rename it: a result is whole or absent."""
-    tmp = path.with_name(f".tmp.{path.name}.{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _paired(baseline: dict, run: dict) -> float:
     """Median over rounds of baseline time / run time (throughput relative to the baseline in the same round)."""
     return statistics.median(b / r for b, r in zip(baseline["work_s_samples"], run["work_s_samples"], strict=True))
@@ -282,7 +272,10 @@ def _summarise(results: dict, out: Path) -> None:
             f"{run['vs_cp_fsync_paired']:6.2f} "
             f"{run['rss_over_largest']:11.2f} {run['rss_minus_import_over_largest']:20.2f}"
         )
-    _publish(out / "bench_reshape.json", lambda tmp: tmp.write_text(json.dumps(results, indent=1)))
+    from ckpt_reshape.atomic import atomic_output  # imported after the runs: the parent stays light while they run
+
+    with atomic_output(out / "bench_reshape.json", force=True) as tmp:
+        tmp.write_text(json.dumps(results, indent=1))
     try:
         import matplotlib
 
@@ -306,7 +299,8 @@ def _summarise(results: dict, out: Path) -> None:
     ax2.set_yticks([])
     fig.suptitle(f"ckpt-reshape, {src_bytes / 1e9:.2f} GB zaya1-base-width checkpoint, {results['machine']}")
     fig.tight_layout()
-    _publish(out / "bench_reshape.png", lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    with atomic_output(out / "bench_reshape.png", force=True) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
 
 
 if __name__ == "__main__":

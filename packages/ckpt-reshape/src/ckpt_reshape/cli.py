@@ -79,7 +79,6 @@ def inspect_cmd(
                     pieces,
                 )
             table.columns[0].overflow = "fold"  # a tensor's name is never cut short, only wrapped
-            # piped into grep or a file, every row is one line, however wide: no terminal to fit
             _print_table(table)
             if limit and len(shown) > limit:
                 console.print(f"... and {len(shown) - limit} more (--limit 0 shows all)")

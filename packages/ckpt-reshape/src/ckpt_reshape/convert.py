@@ -180,7 +180,9 @@ def convert(
                 sidecar["objects"][name] = bytes_checksum(payload)
                 recorded.check_object(name, sidecar["objects"][name])
                 writer.write_object(name, payload)
-            written = _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress)
+            written = _stream_tensors(
+                reader, writer, index, sidecar, recorded, io_threads, memory_budget_bytes, progress
+            )
             if train_manifest is not None:
                 _write_train_files(reader, tmp, train_states, durable)
             writer.finish(sidecar)
@@ -207,7 +209,7 @@ def _write_train_files(reader: CheckpointReader, folder: Path, train_states: dic
                 os.fsync(stream.fileno())
 
 
-def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_bytes, progress) -> int:
+def _stream_tensors(reader, writer, index, sidecar, recorded, io_threads, memory_budget_bytes, progress) -> int:
     """Every tensor in index order: byte ranges streamed where both sides allow it, else whole tensors."""
     names = list(index.tensors)
     budget = _ByteBudget(memory_budget_bytes or max(index.largest_tensor_bytes, 1))
@@ -222,7 +224,6 @@ def _stream_tensors(reader, writer, index, sidecar, io_threads, memory_budget_by
         budget.acquire(ticket, held)
         return (source if source is not None else reader.read_tensor(name)), held
 
-    recorded = RecordedChecksums(reader.sidecar, reader.path)
     copier = StreamCopier(writeback=writer.durable)
     pending: deque[tuple[str, Future]] = deque()
     written, next_i = 0, 0

@@ -75,6 +75,18 @@ def chunk_shape(meta: TensorMeta, pieces: list[Piece]) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def row_chunk_files(array, meta: TensorMeta) -> list[tuple[str, int, int]]:
+    """`(path under tensors/, logical byte start, byte length)` of each chunk file of an array chunked in whole
+    rows: uncompressed, each file holds one run of the tensor's bytes (the edge chunk padded past its length)."""
+    rows, row_bytes = array.chunks[0], meta.nbytes // meta.shape[0]
+    tail = (0,) * (len(meta.shape) - 1)
+    files = []
+    for i in range(-(-meta.shape[0] // rows)):
+        key = array.metadata.encode_chunk_key((i, *tail))
+        files.append((f"{meta.name}/{key}", i * rows * row_bytes, min(rows, meta.shape[0] - i * rows) * row_bytes))
+    return files
+
+
 class ZarrReader(CheckpointReader):
     """Reads a zarr v3 checkpoint written by `ZarrWriter`."""
 
@@ -136,20 +148,14 @@ class ZarrReader(CheckpointReader):
             return None
         array = self._checked_array(meta)
         serializer = getattr(array, "serializer", None)
-        raw = (
-            type(serializer).__name__ == "BytesCodec" and str(getattr(serializer.endian, "value", "little")) == "little"
-        )
+        endian = getattr(serializer, "endian", None)  # None for one-byte words
+        raw = type(serializer).__name__ == "BytesCodec" and (endian is None or endian.value == "little")
         if not raw or array.compressors or array.filters or tuple(array.chunks[1:]) != meta.shape[1:]:
             return None
-        rows, row_bytes = array.chunks[0], meta.nbytes // meta.shape[0]
-        extents = []
-        for i in range(-(-meta.shape[0] // rows)):
-            relative = f"tensors/{name}/{array.metadata.encode_chunk_key((i,) + (0,) * (len(meta.shape) - 1))}"
-            if not (self.path / relative).is_file():
-                return None
-            length = min(rows, meta.shape[0] - i * rows) * row_bytes
-            extents.append(Extent(self._files.fd(relative), 0, length, self.path / relative))
-        return extents
+        files = [(f"tensors/{relative}", length) for relative, _, length in row_chunk_files(array, meta)]
+        if not all((self.path / relative).is_file() for relative, _ in files):
+            return None
+        return [Extent(self._files.fd(relative), 0, length, self.path / relative) for relative, length in files]
 
     def close(self) -> None:
         self._files.close()
@@ -222,15 +228,15 @@ class ZarrWriter(CheckpointWriter):
         self._close_chunk_files()
         meta = self.index.tensors[name]
         array = self._create(name)
-        rows, row_bytes = array.chunks[0], meta.nbytes // meta.shape[0]
+        chunk_bytes = array.chunks[0] * (meta.nbytes // meta.shape[0])
         targets = []
-        for i in range(-(-meta.shape[0] // rows)):
-            path = self.target / "tensors" / name / array.metadata.encode_chunk_key((i,) + (0,) * (len(meta.shape) - 1))
+        for relative, start, length in row_chunk_files(array, meta):
+            path = self.target / "tensors" / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
             self._open.append(fd)
-            os.ftruncate(fd, rows * row_bytes)  # an edge chunk is stored whole, padded with the fill value 0
-            targets.append(Target(fd, 0, i * rows * row_bytes, min(rows, meta.shape[0] - i * rows) * row_bytes))
+            os.ftruncate(fd, chunk_bytes)  # an edge chunk is stored whole, padded with the fill value 0
+            targets.append(Target(fd, 0, start, length))
         return targets
 
     def can_write_rows(self, name: str) -> bool:
