@@ -25,7 +25,7 @@ def test_block_compiles_fullgraph_and_matches_eager(small_config, randomized_mod
     for fn in (block, compiled):
         block.zero_grad()
         x = resid.clone().requires_grad_(True)
-        out, state = fn(x, prev, rope)
+        out, state, _counts = fn(x, prev, rope)
         (out.square().mean() + state.square().mean()).backward()
         outs.append(out.detach())
         grads.append([x.grad] + [p.grad.clone() for p in block.parameters()])
@@ -39,10 +39,12 @@ def test_compile_blocks_keeps_the_model_function(small_config, randomized_model)
     torch._dynamo.reset()
     model = randomized_model(small_config())
     ids = torch.randint(0, 512, (2, 6), generator=torch.Generator().manual_seed(1))
+    keys = list(model.state_dict())
     with torch.no_grad():
         eager = model(ids)
         compiled = model.compile_blocks(backend="aot_eager")(ids)
     assert torch.allclose(eager, compiled, atol=1e-5)
+    assert list(model.state_dict()) == keys  # compiled in place: checkpoints and HF export keep their names
 
 
 def test_bf16_autocast_returns_fp32_logits_close_to_fp32(small_config, randomized_model):

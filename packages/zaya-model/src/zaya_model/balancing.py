@@ -40,19 +40,23 @@ def all_reduce_counts(counts_LC: torch.Tensor, process_group: object | None = No
 
 @torch.no_grad()
 def bias_step(router: ZayaRouter, counts_C: torch.Tensor, config: ZayaConfig) -> None:
-    """Apply one balancing step to `router`'s biases from its (global) counts [E + 1]."""
+    """Apply one balancing step to `router`'s biases from its (global) counts [E + 1].
+
+    A step with no routed pair changes nothing. Written without host synchronisation (no Python branch on
+    a device value), so the trainer's step never waits for the GPU here."""
     E = router.num_experts
     expert_counts = counts_C[:E].to(torch.float32)
     total = expert_counts.sum()
-    if total <= 0:
-        return
-    err = expert_counts / total - 1.0 / E
+    routed = total > 0
+    err = expert_counts / total.clamp_min(1) - 1.0 / E
     b1, b2 = config.bias_update_beta1, config.bias_update_beta2
-    router.bias_steps += 1
-    t = router.bias_steps
-    router.bias_first_moment.mul_(b1).add_(err, alpha=1 - b1)
-    router.bias_second_moment.mul_(b2).addcmul_(err, err, value=1 - b2)
-    m_hat = router.bias_first_moment / (1 - b1**t)
-    v_hat = router.bias_second_moment / (1 - b2**t)
+    router.bias_steps += routed.to(router.bias_steps.dtype)
+    t = router.bias_steps.clamp_min(1)
+    first = torch.where(routed, router.bias_first_moment * b1 + err * (1 - b1), router.bias_first_moment)
+    second = torch.where(routed, router.bias_second_moment * b2 + err * err * (1 - b2), router.bias_second_moment)
+    router.bias_first_moment.copy_(first)
+    router.bias_second_moment.copy_(second)
+    m_hat = first / (1 - b1**t)
+    v_hat = second / (1 - b2**t)
     biases = router.balancing_biases[:E] - config.bias_update_rate * m_hat / (v_hat.sqrt() + 1e-8)
-    router.balancing_biases[:E] = biases - biases.mean()
+    router.balancing_biases[:E] = torch.where(routed, biases - biases.mean(), router.balancing_biases[:E])

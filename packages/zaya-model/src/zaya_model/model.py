@@ -7,11 +7,13 @@ What is notable, top to bottom:
 - the router of layer l sees an exponential depth average of the router states of layers < l;
 - top-k routing over E experts plus a skip route that computes nothing (ZAYA1 uses k = 1);
 - aux-loss-free bias balancing, driven by the trainer through `update_router_biases`;
-- final RMSNorm, LM head tied to the embeddings; logits are returned in fp32.
+- final RMSNorm, LM head tied to the embeddings; logits are returned in fp32, or with `labels` the mean
+  next-token loss from the fused chunked head (loss.py), which never materialises [B, T, V] logits.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -25,12 +27,12 @@ from zaya_model.errors import ZayaModelError
 from zaya_model.experts import ZayaExperts
 from zaya_model.generation import generate_tokens
 from zaya_model.layers import ZayaEmbeddingScaling, ZayaResidualScaling, ZayaRMSNorm, rope_cos_sin, rope_inv_freq
-from zaya_model.loss import chunked_cross_entropy
+from zaya_model.loss import cross_entropy_chunk, fused_linear_cross_entropy
 from zaya_model.router import ZayaRouter
 
 
 class ZayaMoE(nn.Module):
-    """Router + experts: returns the weighted expert output and the router state for the next layer."""
+    """Router + experts: the weighted expert output, the router state for the next layer, the class counts."""
 
     def __init__(self, config: ZayaConfig, layer_idx: int) -> None:
         super().__init__()
@@ -39,15 +41,17 @@ class ZayaMoE(nn.Module):
 
     def forward(
         self, x_BTD: torch.Tensor, prev_state: torch.Tensor | None, token_mask_BT: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         B, T, D = x_BTD.shape
-        choice, weights, state = self.router(x_BTD, prev_state, token_mask_BT)
+        choice, weights, state, counts = self.router(x_BTD, prev_state, token_mask_BT)
         y = self.experts(x_BTD.reshape(B * T, D), choice, weights)
-        return y.view(B, T, D), state
+        return y.view(B, T, D), state, counts
 
 
 class ZayaDecoderLayer(nn.Module):
-    """One ZAYA1 block (see the module docstring); the unit to compile and to checkpoint."""
+    """One ZAYA1 block (see the module docstring); the unit to compile and to checkpoint.
+
+    Returns (residual stream, router state, per-class router counts in training mode else None)."""
 
     def __init__(self, config: ZayaConfig, layer_idx: int) -> None:
         super().__init__()
@@ -66,15 +70,15 @@ class ZayaDecoderLayer(nn.Module):
         attn_mask: torch.Tensor | None = None,
         cache: ZayaCache | None = None,
         token_mask_BT: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         attn_out = self.attn(self.attn_norm(resid_BTD), rope, attn_mask, cache, token_mask_BT)
         resid_BTD = self.attn_residual(attn_out, resid_BTD)
-        moe_out, router_state = self.moe(self.moe_norm(resid_BTD), router_state, token_mask_BT)
-        return self.moe_residual(moe_out, resid_BTD), router_state
+        moe_out, router_state, counts = self.moe(self.moe_norm(resid_BTD), router_state, token_mask_BT)
+        return self.moe_residual(moe_out, resid_BTD), router_state, counts
 
 
 class ZayaForCausalLM(nn.Module):
-    """The ZAYA1 language model: `forward(input_ids) -> logits [B, T, V]` in fp32."""
+    """The ZAYA1 language model: `forward(input_ids)` -> logits [B, T, V] in fp32; with `labels`, the mean loss."""
 
     def __init__(self, config: ZayaConfig) -> None:
         super().__init__()
@@ -87,7 +91,7 @@ class ZayaForCausalLM(nn.Module):
         self.lm_head = nn.Linear(D, config.vocab_size, bias=config.lm_head_bias)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.embed.weight
-        self.token_loss = chunked_cross_entropy
+        self.token_loss = fused_linear_cross_entropy
         self.register_buffer("rope_inv_freq", rope_inv_freq(config.rotary_dim, config.rope_theta), persistent=False)
         self.reset_parameters()
 
@@ -133,12 +137,19 @@ class ZayaForCausalLM(nn.Module):
         attention_mask: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
         cache: ZayaCache | None = None,
+        labels: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits [B, T, V] in fp32.
+        """Logits [B, T, V] in fp32; with `labels`, the mean next-token loss (fp32 scalar) instead.
 
         attention_mask: [B, past + T] with 1 for real tokens, 0 for (left) padding (HF convention);
-        position_ids: [B, T] or [T], default past + arange(T); cache: a `ZayaCache` to read and extend.
+        position_ids: [B, T] or [T], default past + arange(T); cache: a `ZayaCache` to read and extend;
+        labels: [B, T], the target of each position, already shifted (see `loss`). Trainers call the model
+        (or its DDP/FSDP wrapper) with labels, so the wrapper's hooks fire and the loss takes the fused path.
         """
+        if labels is not None:
+            if cache is not None:
+                raise ZayaModelError("labels and cache are exclusive: the loss is for training, the cache for decoding")
+            return self.loss(input_ids, labels, attention_mask)
         hidden = self.hidden_states(input_ids, attention_mask, position_ids, cache)
         logits = self.lm_head(self.final_norm(hidden))
         return logits.float()
@@ -152,10 +163,14 @@ class ZayaForCausalLM(nn.Module):
     ) -> torch.Tensor:
         """Mean next-token cross-entropy, without materialising [B, T, V] fp32 logits.
 
-        `labels[b, t]` is the target of position t (already shifted; `ignore_index` is skipped). The LM
-        head and the loss run in token chunks through `self.token_loss`, which `compile_blocks` compiles
-        so the fp32 upcast and log-softmax fuse into the head's epilogue.
+        `labels[b, t]` is the target of position t (already shifted, unlike HF's `labels=input_ids`, so a
+        [B, T + 1] window trains on T positions; `ignore_index` is skipped). The LM head and the loss run
+        in token chunks through `self.token_loss` (loss.py); `compile_blocks` compiles its per-chunk softmax.
         """
+        if labels.shape != input_ids.shape:
+            raise ZayaModelError(
+                f"labels must have the shape of input_ids {tuple(input_ids.shape)}, got {tuple(labels.shape)}"
+            )
         hidden = self.final_norm(self.hidden_states(input_ids, attention_mask)).flatten(0, 1)
         return self.token_loss(hidden, self.lm_head.weight, self.lm_head.bias, labels.flatten(), ignore_index)
 
@@ -186,7 +201,9 @@ class ZayaForCausalLM(nn.Module):
         resid = self.embed_scaling(self.embed(input_ids))
         router_state = None
         for layer in self.layers:
-            resid, router_state = layer(resid, router_state, rope, attn_mask, cache, token_mask)
+            resid, router_state, counts = layer(resid, router_state, rope, attn_mask, cache, token_mask)
+            if counts is not None:  # outside the block: counted once even when the block is recomputed
+                layer.moe.router.load_counts += counts
         if cache is not None:
             cache.advance(T)
         return resid
@@ -239,11 +256,19 @@ class ZayaForCausalLM(nn.Module):
 
     # ---------------------------------------------------------------- speed and generation
     def compile_blocks(self, **compile_kwargs: Any) -> ZayaForCausalLM:
-        """torch.compile every decoder block in place (the blocks are identical, so one graph is reused)."""
-        for i, layer in enumerate(self.layers):
-            self.layers[i] = torch.compile(layer, **compile_kwargs)
-        self.token_loss = torch.compile(chunked_cross_entropy, **compile_kwargs)
+        """torch.compile every decoder block in place and the loss's per-chunk softmax.
+
+        `nn.Module.compile` keeps the module tree, so parameter names (checkpoints, HF export) are unchanged;
+        the blocks are identical, so one graph serves them all."""
+        for layer in self.layers:
+            layer.compile(**compile_kwargs)
+        self.compile_loss(**compile_kwargs)
         return self
+
+    def compile_loss(self, **compile_kwargs: Any) -> None:
+        """Compile the fused loss's per-chunk softmax and gradient (one pass over the bf16 logits)."""
+        chunk_fn = torch.compile(cross_entropy_chunk, **compile_kwargs)
+        self.token_loss = functools.partial(fused_linear_cross_entropy, chunk_fn=chunk_fn)
 
     @torch.no_grad()
     def generate(

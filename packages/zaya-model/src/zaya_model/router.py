@@ -7,8 +7,9 @@
 - softmax; top-k on the probabilities plus detached balancing biases (aux-loss-free balancing, the biases
   steer selection only); the chosen experts are weighted by their unbiased probability, skip weighs 0.
 
-In training mode the router adds the chosen classes of the batch to `load_counts` (float64, [E + 1]) for
-`ZayaForCausalLM.update_router_biases`.
+In training mode the router also returns how many (token, slot) pairs each class got ([E + 1], fp32; padding
+excluded); `ZayaForCausalLM` adds them to `load_counts` (float64) outside the block, so a block that is
+compiled or recomputed under activation checkpointing counts each micro-batch exactly once.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ class ZayaRouter(nn.Module):
 
     def forward(
         self, x_BTD: torch.Tensor, prev_state_BTR: torch.Tensor | None, token_mask_BT: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Returns (class ids [B*T, k] in [0, E], with E = skip; weights [B*T, k]; router state [B, T, R])."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(class ids [B*T, k] in [0, E], with E = skip; weights [B*T, k]; router state [B, T, R];
+        per-class counts [E + 1] in training mode, else None)."""
         state = self.down(x_BTD)
         if self.depth_scale is not None and prev_state_BTR is not None:
             state = state + prev_state_BTR * self.depth_scale
@@ -66,13 +68,12 @@ class ZayaRouter(nn.Module):
         choice = torch.topk(probs_NC.detach() + self.balancing_biases, self.top_k, dim=-1).indices
         weights = torch.gather(probs_NC, 1, choice)
         weights = weights.masked_fill(choice == self.num_experts, 0.0)
-        if self.training:
-            self._count(choice, token_mask_BT)
-        return choice, weights, state
+        counts = self._count(choice, token_mask_BT) if self.training else None
+        return choice, weights, state, counts
 
-    @torch.no_grad()
-    def _count(self, choice_Nk: torch.Tensor, token_mask_BT: torch.Tensor | None) -> None:
-        ones = torch.ones_like(choice_Nk, dtype=torch.float64)
+    def _count(self, choice_Nk: torch.Tensor, token_mask_BT: torch.Tensor | None) -> torch.Tensor:
+        ones = torch.ones(choice_Nk.shape, dtype=torch.float32, device=choice_Nk.device)
         if token_mask_BT is not None:
-            ones = ones * token_mask_BT.reshape(-1, 1).to(torch.float64)
-        self.load_counts.index_add_(0, choice_Nk.reshape(-1), ones.reshape(-1))
+            ones = ones * token_mask_BT.reshape(-1, 1).to(torch.float32)
+        zeros = torch.zeros(self.num_experts + 1, dtype=torch.float32, device=choice_Nk.device)
+        return zeros.index_add(0, choice_Nk.reshape(-1), ones.reshape(-1)).detach()
