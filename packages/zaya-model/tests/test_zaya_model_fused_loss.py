@@ -96,3 +96,18 @@ def test_labels_must_match_the_input_shape(small_config, randomized_model):
     ids = torch.zeros(2, 5, dtype=torch.long)
     with pytest.raises(ZayaModelError, match="labels must have the shape"):
         model(ids, labels=ids[:, :-1])
+
+
+@pytest.mark.gpu
+def test_compiled_fused_loss_on_gpu_in_bf16_matches_fp32_autograd():
+    """The inductor-compiled chunk kernel (what training runs on CUDA) against fp32 autograd on the CPU."""
+    hidden, weight, b, labels = _inputs(N=3000, D=256, V=5000, bias=False)
+    ref = F.cross_entropy(F.linear(hidden, weight), labels)
+    ref_grads = _grads(ref, (hidden, weight))
+    h, w = (t.detach().cuda().requires_grad_(True) for t in (hidden, weight))
+    kernel = torch.compile(cross_entropy_chunk)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = fused_linear_cross_entropy(h, w, None, labels.cuda(), chunk_tokens=1024, chunk_fn=kernel)
+    assert abs(float(loss.detach()) - float(ref)) < 1e-2 * float(ref)
+    for g, g_ref in zip(_grads(loss, (h, w)), ref_grads, strict=True):
+        assert g.dtype == torch.float32 and ((g.cpu() - g_ref).norm() / g_ref.norm()) < 2e-2

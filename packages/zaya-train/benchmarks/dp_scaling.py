@@ -1,111 +1,88 @@
-"""Data-parallel scaling of zaya-train's own distributed path: DDP, DDP + ZeRO-1 and FSDP2 (bf16 params,
-fp32 reduce) over the GPUs of one node, a zaya1-base-width model with 4 layers, Muon, sequence 4096.
-Reports tokens/s per GPU, scaling efficiency against one GPU's number (pass it with --single-gpu-tps,
-from train_step.py), peak memory per GPU and MFU. Run under torchrun on a multi-GPU machine:
+"""Data-parallel scaling of zaya-train's own `Trainer` (built from the `pretrain` service's config, as
+train_step.py builds it): DDP, DDP + ZeRO-1 and FSDP2 (bf16 params, fp32 reduce) over the GPUs of one node,
+zaya1-base width, Muon, sequence 4096. Reports tokens/s per GPU, scaling efficiency against one GPU's number
+(pass it with --single-gpu-tps, from train_step.py), peak memory per GPU and MFU. Under torchrun:
 
-    PYTHONPATH=$(ls -d packages/*/src | tr '\\n' :) python3 -m torch.distributed.run --standalone \\
-        --nproc_per_node 4 packages/zaya-train/benchmarks/dp_scaling.py --out $OUT
+    python3 -m torch.distributed.run --standalone --nproc_per_node 4 \\
+        packages/zaya-train/benchmarks/dp_scaling.py --data-dir data --out $OUT
 
-`--smoke`: zaya1-tiny on CPU with gloo (tested in CI with 2 processes). Imports only torch, numpy and our
-torch-only modules (no hydra/omegaconf/zarr). Rank 0 writes scaling.json / scaling.csv.
+`--smoke`: zaya1-tiny on CPU with gloo (tested in CI with 2 processes). Rank 0 writes scaling.json / .csv.
 """
 
 import argparse
 import csv
 import json
-import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
-from train_step import optimizer_cfg, peak_bf16_flops, sync  # same folder: the single-GPU benchmark
+from train_step import build_trainer, time_trainer  # same folder: the single-GPU benchmark
 
 
-def run_strategy(
-    strategy: str, zero1: bool, model_cfg, ctx_args: dict, batch: int, seq_len: int, steps: int, precision: str
-) -> dict:
-    from zaya_model import build_model, flops_per_token
-    from zaya_train.distributed import init_distributed, parallelize, set_gradient_sync
-    from zaya_train.optim import build_optimizer
+def run_strategy(strategy: str, zero1: bool, overrides: list[str], args, run_dir: Path) -> dict:
+    from zaya_train.metrics import mfu
 
-    ctx = init_distributed(SimpleNamespace(strategy=strategy, backend="auto", timeout_s=600.0), **ctx_args)
-    torch.manual_seed(0)
-    model = build_model(model_cfg).to(ctx.device)
-    wrapped = parallelize(model, ctx, precision)
-    opt = build_optimizer(model, optimizer_cfg("muon"), zero1=zero1)
-    for group in opt.param_groups:
-        group["lr"] = 1e-4
-    gen = torch.Generator(device="cpu").manual_seed(ctx.rank)
-    tokens = torch.randint(0, model_cfg.vocab_size, (batch, seq_len + 1), generator=gen).to(ctx.device)
-    autocast = torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
-    if ctx.device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        set_gradient_sync(wrapped, True)
-        with autocast:
-            logits = wrapped(tokens[:, :-1])
-        F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1)).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        model.update_router_biases()
-
-    for _ in range(2):
-        step()
-    sync(ctx.device)
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    sync(ctx.device)
-    elapsed = torch.tensor([(time.perf_counter() - start) / steps], device=ctx.device)
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
-    tps_per_gpu = batch * seq_len / float(elapsed)
-    fpt = flops_per_token(model_cfg, seq_len, training=True)
-    peak_mem = torch.cuda.max_memory_allocated() / 2**30 if ctx.device.type == "cuda" else float("nan")
     label = strategy + ("+zero1" if zero1 else "")
-    return {
-        "strategy": label,
-        "world_size": ctx.world_size,
-        "batch_per_gpu": batch,
-        "seq_len": seq_len,
-        "step_ms": float(elapsed) * 1e3,
-        "tokens_per_s_per_gpu": tps_per_gpu,
-        "tokens_per_s": tps_per_gpu * ctx.world_size,
-        "peak_mem_gib": peak_mem,
-        "mfu": tps_per_gpu * fpt / peak_bf16_flops() if ctx.device.type == "cuda" else float("nan"),
-    }
+    trainer = build_trainer(
+        [*overrides, f"train.distributed.strategy={strategy}", f"train.distributed.zero1={str(zero1).lower()}"],
+        run_dir,
+    )
+    try:
+        timing = time_trainer(trainer, args.steps, args.warmup)
+        world = trainer.ctx.world_size
+        elapsed = torch.tensor([timing["step_ms"]], device=trainer.ctx.device)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
+        tokens_per_s = timing["tokens_per_step"] / (float(elapsed) / 1e3)
+        row = {
+            "strategy": label,
+            "world_size": world,
+            "global_batch": args.global_batch,
+            "micro_batch": args.micro_batch,
+            "seq_len": args.seq,
+            "step_ms": float(elapsed),
+            "optimizer_ms": timing["optimizer_ms"],
+            "tokens_per_s": tokens_per_s,
+            "tokens_per_s_per_gpu": tokens_per_s / world,
+            "mfu": mfu(tokens_per_s, trainer.flops_per_token(args.seq), trainer.hardware, "bf16", world),
+        }
+        if trainer.ctx.device.type == "cuda":
+            row["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
+        return row
+    except torch.OutOfMemoryError:
+        return {"strategy": label, "error": "out of memory"}
+    finally:
+        trainer.close()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--seq-len", type=int, default=4096)
-    parser.add_argument("--batch", type=int, default=2, help="sequences per GPU per step")
-    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=4096)
+    parser.add_argument("--global-batch", type=int, default=64, help="sequences per step over all GPUs")
+    parser.add_argument("--micro-batch", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--single-gpu-tps", type=float, default=None, help="tokens/s of one GPU, for efficiency")
     args = parser.parse_args()
-    from zaya_model import ZayaConfig
-
     if args.smoke:
-        model_cfg, precision, ctx_args = ZayaConfig.from_preset("zaya1-tiny"), "fp32", {"device": "cpu"}
-        batch, seq_len, steps = 2, 32, 2
+        args.layers, args.seq, args.global_batch, args.micro_batch, args.steps, args.warmup = 2, 32, 4, 2, 2, 1
+        overrides = ["model=zaya1-tiny", "hardware=cpu", "train=tiny-cpu", "recipe=tiny-cpu",
+                     "recipe.phases.0.seq_len=32", "train.global_batch_size=4", "train.micro_batch_size=2"]  # fmt: skip
     else:
-        model_cfg = ZayaConfig.from_preset("zaya1-base", num_hidden_layers=args.layers)
-        precision, ctx_args = "bf16", {"device": "cuda"}
-        batch, seq_len, steps = args.batch, args.seq_len, args.steps
-    rows = []
-    for strategy, zero1 in (("ddp", False), ("ddp", True), ("fsdp", False)):
-        try:
-            rows.append(run_strategy(strategy, zero1, model_cfg, ctx_args, batch, seq_len, steps, precision))
-        except torch.OutOfMemoryError:
-            rows.append({"strategy": strategy + ("+zero1" if zero1 else ""), "error": "out of memory"})
-            torch.cuda.empty_cache()
+        overrides = ["model=zaya1-base", f"model.num_hidden_layers={args.layers}", "hardware=h200", "train=h200",
+                     "recipe=h200-stdlib", f"recipe.phases.0.seq_len={args.seq}", "recipe.phases.0.batch_ramp=null",
+                     f"recipe.phases.0.global_batch_size={args.global_batch}", "train.activation_checkpointing=none",
+                     f"train.global_batch_size={args.global_batch}", f"train.micro_batch_size={args.micro_batch}",
+                     f"paths.data_dir={args.data_dir.resolve()}", "train.optimizer.name=muon"]  # fmt: skip
+    rows = [
+        run_strategy(s, z, overrides, args, args.out / "run")
+        for s, z in (("ddp", False), ("ddp", True), ("fsdp", False))
+    ]
     if args.single_gpu_tps:
         for row in rows:
             if "error" not in row:
@@ -118,14 +95,14 @@ def main() -> None:
             writer = csv.DictWriter(f, fieldnames=keys)
             writer.writeheader()
             writer.writerows(rows)
-        print(f"{'strategy':>11} {'GPUs':>4} {'step ms':>9} {'tok/s/GPU':>10} {'tok/s':>10} {'mem GiB':>8} {'MFU':>6}")
+        print(f"{'strategy':>11} {'GPUs':>4} {'step ms':>9} {'tok/s/GPU':>10} {'tok/s':>10} {'MFU':>6}")
         for r in rows:
             if "error" in r:
                 print(f"{r['strategy']:>11}  {r['error']}")
                 continue
             print(
                 f"{r['strategy']:>11} {r['world_size']:>4} {r['step_ms']:>9.1f} {r['tokens_per_s_per_gpu']:>10.0f} "
-                f"{r['tokens_per_s']:>10.0f} {r['peak_mem_gib']:>8.1f} {r['mfu']:>6.3f}"
+                f"{r['tokens_per_s']:>10.0f} {r['mfu']:>6.3f}"
             )
     dist.destroy_process_group()
 

@@ -24,8 +24,10 @@ def test_train_step_benchmark_smoke(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((tmp_path / "results.json").read_text())["rows"]
-    assert {r["optimizer"] for r in rows} == {"adamw", "muon"}
-    assert all(r["tokens_per_s"] > 0 and r["optimizer_step_ms"] > 0 for r in rows)
+    assert {r["optimizer"] for r in rows} == {"adamw", "muon"} and {r["micro_batch"] for r in rows} == {2, 4}
+    for r in rows:  # the trainer's own step, its optimizer share, and the model alone beside it
+        assert r["path"] == "Trainer" and r["global_batch"] == 8
+        assert r["tokens_per_s"] > 0 and 0 < r["optimizer_ms"] < r["step_ms"] and r["model_fwd_bwd_tokens_per_s"] > 0
     assert (tmp_path / "throughput.png").stat().st_size > 1000 and "muon" in proc.stdout
 
 
@@ -39,5 +41,5 @@ def test_dp_scaling_benchmark_smoke_on_two_cpu_processes(tmp_path):
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((tmp_path / "scaling.json").read_text())
-    assert [r["strategy"] for r in rows] == ["ddp", "ddp+zero1", "fsdp"]
+    assert [r["strategy"] for r in rows] == ["ddp", "ddp+zero1", "fsdp"], rows
     assert all(r["world_size"] == 2 and r["tokens_per_s"] > 0 for r in rows)

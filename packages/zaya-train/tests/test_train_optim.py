@@ -107,3 +107,75 @@ def test_schedules_hit_their_anchor_points():
     assert wsd == pytest.approx([0.5, 1.0, 1.0, 1.0, 0.5, 0.0])
     values = [warmup_cosine(i / 100, 1.0, 0.1, 0.1) for i in range(10, 101)]
     assert all(a >= b for a, b in itertools.pairwise(values))  # monotone after warmup
+
+
+def _reference_muon(params, grads_per_step, lr, wd, momentum, steps=5):
+    """Muon as zaya-train computed it before batching: one matrix at a time, Nesterov, RMS-matched scale."""
+    params = [p.detach().clone() for p in params]
+    bufs = [torch.zeros_like(p) for p in params]
+    for grads in grads_per_step:
+        for i, (p, g) in enumerate(zip(params, grads, strict=True)):
+            bufs[i] = bufs[i].lerp(g, 1 - momentum)
+            update = g.lerp(bufs[i], momentum)
+            mats = update.reshape(-1, *update.shape[-2:])
+            ortho = torch.stack([newton_schulz(m, steps) for m in mats]).reshape(update.shape)
+            scale = 0.2 * math.sqrt(max(p.shape[-2], p.shape[-1]))
+            params[i] = p * (1 - lr * wd) - lr * scale * ortho
+    return params
+
+
+@pytest.mark.parametrize("ns_batch", [1, 3, 64])
+def test_batched_muon_equals_the_per_matrix_implementation(ns_batch):
+    """Same-shape matrices of different parameters (and stacked experts) share batched iterations; the update is
+    the one computed matrix by matrix (fp32 on CPU; bf16 on a GPU is tested below)."""
+    gen = torch.Generator().manual_seed(7)
+    shapes = [(12, 20), (12, 20), (20, 12), (5, 12, 20), (3, 6, 6)]
+    params = [nn.Parameter(torch.randn(s, generator=gen)) for s in shapes]
+    grads = [[torch.randn(s, generator=gen) for s in shapes] for _ in range(3)]
+    expected = _reference_muon(params, grads, lr=0.05, wd=0.1, momentum=0.9)
+    opt = Muon([{"params": params, "use_muon": True}], lr=0.05, weight_decay=0.1, momentum=0.9, ns_batch=ns_batch)
+    for step_grads in grads:
+        for p, g in zip(params, step_grads, strict=True):
+            p.grad = g.clone()
+        opt.step()
+    assert opt.ns_matrices == 2 + 1 + 5 + 3
+    for p, ref in zip(params, expected, strict=True):
+        assert torch.allclose(p.detach(), ref, atol=2e-6), p.shape
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_distributed_muon_shares_the_work_and_equals_one_rank(tmp_path):
+    """2 gloo ranks: under DDP-style replication and on FSDP2 DTensors each rank orthogonalises about half of the
+    matrices (5 and 4 of 9), and the parameters equal the single-process run's."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    worker = Path(__file__).with_name("muon_dist_worker.py")
+    results = {}
+    for mode in ("single", "ddp", "fsdp"):
+        launcher = [sys.executable] if mode == "single" else [
+            sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]  # fmt: skip
+        out = tmp_path / f"{mode}.pt"
+        proc = subprocess.run([*launcher, str(worker), "--mode", mode, "--out", str(out)], capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results[mode] = torch.load(out)
+    assert results["single"].pop("ns_matrices_per_rank") == [9]
+    for mode in ("ddp", "fsdp"):
+        assert results[mode].pop("ns_matrices_per_rank") == [5, 4], mode
+        for name, value in results["single"].items():
+            assert torch.allclose(results[mode][name], value, atol=1e-6), (mode, name)
+
+
+@pytest.mark.gpu
+def test_bf16_batched_newton_schulz_on_gpu_matches_the_fp32_reference():
+    """On CUDA the iteration runs in bf16 as one batched chain; it stays within bf16 tolerance of fp32."""
+    gen = torch.Generator().manual_seed(3)
+    g = torch.randn(8, 256, 512, generator=gen)
+    ref = torch.stack([newton_schulz(m) for m in g])  # CPU: fp32, matrix by matrix
+    for compiled in (False, True):
+        opt = Muon([{"params": [nn.Parameter(torch.zeros(1, device="cuda"))]}], compile_ns=compiled)
+        got = newton_schulz(g.cuda(), kernel=opt._kernel).cpu()
+        assert ((got - ref).norm() / ref.norm()) < 1e-2, compiled

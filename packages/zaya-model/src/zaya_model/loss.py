@@ -55,7 +55,9 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             inv_count = 1.0 / (labels_N != ignore_index).sum().clamp_min(1).to(torch.float32)
             loss = torch.zeros((), dtype=torch.float32, device=h_ND.device)
             grad_h = torch.empty_like(h_ND)
-            grad_w = torch.zeros(w_VD.shape, dtype=torch.float32, device=w_VD.device) if ctx.needs_input_grad[1] else None
+            grad_w = (
+                torch.zeros(w_VD.shape, dtype=torch.float32, device=w_VD.device) if ctx.needs_input_grad[1] else None
+            )
             grad_b = torch.zeros(w_VD.shape[0], dtype=torch.float32, device=w_VD.device) if b_V is not None else None
             for start in range(0, h_ND.shape[0], chunk_tokens):
                 h = h_ND[start : start + chunk_tokens]

@@ -251,8 +251,14 @@ class ZayaForCausalLM(nn.Module):
         counts = all_reduce_counts(self._load_counts(), process_group)
         for layer, layer_counts in zip(self.layers, counts, strict=True):
             bias_step(layer.moe.router, layer_counts, self.config)
-            layer.moe.router.load_counts.zero_()
+        self.reset_router_counts()
         return load_fractions(counts)
+
+    @torch.no_grad()
+    def reset_router_counts(self) -> None:
+        """Forget the load counted since the last bias update (a trainer drops a batch it will not apply)."""
+        for layer in self.layers:
+            layer.moe.router.load_counts.zero_()
 
     # ---------------------------------------------------------------- speed and generation
     def compile_blocks(self, **compile_kwargs: Any) -> ZayaForCausalLM:

@@ -76,4 +76,4 @@ class ZayaRouter(nn.Module):
         if token_mask_BT is not None:
             ones = ones * token_mask_BT.reshape(-1, 1).to(torch.float32)
         zeros = torch.zeros(self.num_experts + 1, dtype=torch.float32, device=choice_Nk.device)
-        return zeros.index_add(0, choice_Nk.reshape(-1), ones.reshape(-1)).detach()
+        return zeros.index_add(0, choice_Nk.reshape(-1), ones.reshape(-1))

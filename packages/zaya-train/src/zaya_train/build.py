@@ -45,6 +45,14 @@ def check_recipe(recipe: RecipeConfig, train: TrainConfig, max_positions: int, w
                 f"{where}: global batch {batch} is not a multiple of micro_batch_size "
                 f"{train.micro_batch_size} x {world_size} ranks; change either"
             )
+        ramp = phase.batch_ramp
+        if ramp is not None and ramp.tokens > 0:
+            start = ramp.start_global_batch_size
+            if start > batch or start % (train.micro_batch_size * world_size):
+                raise ZayaTrainError(
+                    f"{where}: batch_ramp.start_global_batch_size {start} must be at most the phase's global batch "
+                    f"{batch} and a multiple of micro_batch_size {train.micro_batch_size} x {world_size} ranks"
+                )
         step_tokens = batch * phase.seq_len
         if phase.tokens < step_tokens:
             raise ZayaTrainError(

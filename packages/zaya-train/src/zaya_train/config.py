@@ -11,6 +11,7 @@ from zaya_config.errors import invalid
 
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
 
+ACTIVATION_CHECKPOINTING = ("none", "selective", "full")
 STDLIB = "stdlib"  # source path meaning "the running interpreter's standard library sources"
 
 
@@ -163,6 +164,11 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     cpu_threads: int | None = None  # torch intra-op threads on CPU; None: torch's default (one per core)
     max_steps: int | None = None  # stop early (smoke runs); the recipe's token budget otherwise
+    # torch.compile per transformer block (and the loss's per-chunk softmax, Muon's iteration); None = auto:
+    # on for CUDA, off on CPU (inductor's CPU compile costs more than it saves on a small model).
+    compile: bool | None = None
+    compile_backend: str = "inductor"  # inductor | aot_eager (CPU tests: compiles without code generation)
+    activation_checkpointing: str = "none"  # none | selective (keep matmul outputs) | full (keep block inputs)
     data: DataConfig = field(default_factory=DataConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
@@ -182,6 +188,8 @@ class TrainConfig:
             )
         one_of("precision", self.precision, ("fp32", "bf16"))
         one_of("device", self.device, ("auto", "cpu", "cuda"))
+        one_of("compile_backend", self.compile_backend, ("inductor", "aot_eager"))
+        one_of("activation_checkpointing", self.activation_checkpointing, ACTIVATION_CHECKPOINTING)
         non_negative("grad_clip", self.grad_clip)
         positive("max_steps", self.max_steps, optional=True)
         positive("cpu_threads", self.cpu_threads, optional=True)

@@ -43,6 +43,34 @@ class ScheduleConfig:
 
 
 @dataclass
+class BatchRampConfig:
+    """Raise the global batch from `start_global_batch_size` to the phase's over its first `tokens` tokens.
+
+    Large-batch pretraining starts small and grows the batch (ZAYA1 raised its batch size during training):
+    the batch at a step is a pure function of the tokens the phase has consumed, linear in them and rounded
+    down to whole micro-batches on every rank, so a resume anywhere inside the ramp continues exactly.
+    `tokens: 0` (the default) means no ramp."""
+
+    start_global_batch_size: int = 1
+    tokens: int = 0
+
+    def validate(self) -> None:
+        """A positive start batch and a non-negative ramp length."""
+        positive("start_global_batch_size", self.start_global_batch_size)
+        if self.tokens < 0:
+            raise invalid("tokens", self.tokens, "an integer >= 0 (0: no ramp)")
+
+
+def ramped_batch_size(ramp: BatchRampConfig | None, target: int, granule: int, tokens_into_phase: int) -> int:
+    """The global batch after `tokens_into_phase` tokens of a phase whose batch is `target`, in whole granules."""
+    if ramp is None or ramp.tokens <= 0 or tokens_into_phase >= ramp.tokens:
+        return target
+    start = ramp.start_global_batch_size
+    grown = start + (target - start) * tokens_into_phase / ramp.tokens
+    return max(start, min(target, int(grown) // granule * granule))
+
+
+@dataclass
 class PhaseConfig:
     """One phase: how many tokens, at which context length and RoPE theta, from which data mixture."""
 
@@ -53,6 +81,7 @@ class PhaseConfig:
     mixture: dict[str, float] = field(default_factory=dict)  # source name -> weight (no default: dicts merge)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     global_batch_size: int | None = None  # sequences per step; default train.global_batch_size
+    batch_ramp: BatchRampConfig | None = None  # grow the batch over the phase's first tokens (None: fixed)
 
     def validate(self) -> None:
         """Positive sizes, a non-empty mixture of non-negative weights that sum to something."""
@@ -63,6 +92,15 @@ class PhaseConfig:
         if not self.mixture or any(w < 0 for w in self.mixture.values()) or sum(self.mixture.values()) <= 0:
             raise invalid("mixture", dict(self.mixture), "source name -> weight >= 0, with a positive sum")
         self.schedule.validate()
+        if self.batch_ramp is not None:
+            try:
+                self.batch_ramp.validate()
+            except ValueError as err:
+                raise type(err)(str(err).replace("invalid config: ", "invalid config: batch_ramp.", 1)) from None
+            if self.batch_ramp.tokens > self.tokens:
+                raise invalid(
+                    "batch_ramp.tokens", self.batch_ramp.tokens, f"at most the phase's tokens ({self.tokens})"
+                )
 
 
 @dataclass

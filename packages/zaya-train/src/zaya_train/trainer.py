@@ -3,7 +3,13 @@
 `Trainer.run()` resumes from the latest checkpoint, then repeats: enter the phase the token count is in
 (RoPE theta, context length, mixture), draw this rank's rows of the next global batch, call the hooks'
 `before_step`, `train_step`, then `after_step` (logging, evaluation, checkpoints, then the hooks'
-`after_step`). Fault-tolerance features (preemption saves, watchdog heartbeats, NaN/spike policies,
+`after_step`).
+
+A step runs the model's fast path: the wrapped module (DDP/FSDP2 hooks fire) is called with labels and returns
+the fused chunked loss; blocks are compiled and checkpointed per `train.compile` / `train.activation_checkpointing`
+(distributed/parallelize.py). The step reads one thing back to the host: the loss and gradient norm the
+anomaly guard judges before the optimizer step may touch the weights. Everything else a step produces
+(expert load, step timings) is read on logging steps only. Fault-tolerance features (preemption saves, watchdog heartbeats, NaN/spike policies,
 fault injection) plug in as hooks; each hook may define any of `before_step(trainer)`,
 `after_step(trainer, metrics)` and `on_end(trainer, summary)`.
 """
@@ -18,16 +24,15 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData
 from zaya_train.data.sampler import MixtureSampler, validation_windows
-from zaya_train.distributed import DistributedContext, parallelize, set_gradient_sync
-from zaya_train.metrics import MetricsWriter, mfu, plot_run
+from zaya_train.distributed import DistributedContext, parallelize, resolve_compile, set_gradient_sync
+from zaya_train.metrics import MetricsWriter, StepTimer, mfu, plot_run
 from zaya_train.optim import build_optimizer, learning_rate
-from zaya_train.recipe import RecipeConfig
+from zaya_train.recipe import RecipeConfig, ramped_batch_size
 from zaya_train.sample import generate_text
 from zaya_train.train_state import TrainProgress, rng_state, set_rng_state
 
@@ -58,10 +63,20 @@ class Trainer:
         self.hardware, self.flops_per_token = hardware, flops_per_token
         self.log_every, self.show_progress = log_every, progress and ctx.is_rank0
         self.model = model
-        self.wrapped = parallelize(model, ctx, train.precision, train.distributed.reshard_after_forward)
+        self.compiled = resolve_compile(train.compile, train.compile_backend, ctx.device)
+        self.wrapped = parallelize(
+            model,
+            ctx,
+            train.precision,
+            train.distributed.reshard_after_forward,
+            compile=self.compiled,
+            compile_backend=train.compile_backend,
+            activation_checkpointing=train.activation_checkpointing,
+        )
         zero1 = train.distributed.zero1 and ctx.strategy == "ddp"
         self.zero1 = zero1
-        self.optimizer = build_optimizer(model, train.optimizer, zero1=zero1)
+        compile_ns = self.compiled and ctx.device.type == "cuda"
+        self.optimizer = build_optimizer(model, train.optimizer, zero1=zero1, compile_ns=compile_ns)
         self.progress = TrainProgress()
         self.sampler: MixtureSampler | None = None
         self.val_windows: dict[str, np.ndarray] = {}
@@ -88,8 +103,11 @@ class Trainer:
         return self.recipe.phases[self.progress.phase]
 
     def global_batch_size(self) -> int:
-        """Sequences per optimizer step in the current phase."""
-        return self.phase.global_batch_size or self.cfg.global_batch_size
+        """Sequences per optimizer step at the current token count (a phase's batch ramp included)."""
+        target = self.phase.global_batch_size or self.cfg.global_batch_size
+        granule = self.cfg.micro_batch_size * self.ctx.world_size
+        into_phase = self.progress.tokens - self.recipe.phase_start(self.progress.phase)
+        return ramped_batch_size(self.phase.batch_ramp, target, granule, into_phase)
 
     def enter_phase(self, index: int, sampler_state: dict | None = None) -> None:
         """Switch context length, RoPE theta, mixture and LR segment to phase `index`."""
@@ -138,19 +156,22 @@ class Trainer:
             return torch.autocast(self.ctx.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def _loss(self, module: nn.Module, tokens: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    def _loss(self, module: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+        """Mean next-token loss of a [B, T + 1] window batch through the module's fused path."""
         with self._autocast():
-            logits = module(tokens[:, :-1])
-        return F.cross_entropy(
-            logits.float().reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1), reduction=reduction
-        )
+            return module(tokens[:, :-1], labels=tokens[:, 1:])
 
     def train_step(self, batch: np.ndarray) -> dict[str, Any]:
         """Forward/backward over micro-batches, clip, step the optimizer, balance the routers."""
+        logging_now = self._logging_now()
+        timer = StepTimer(self.ctx.device) if logging_now else None
+        if timer is not None:
+            timer.mark("start")
         tokens = torch.from_numpy(batch).to(self.ctx.device, non_blocking=True)
         micro = min(self.cfg.micro_batch_size, len(tokens))
         n_micro = len(tokens) // micro
-        lr = self.current_lr(len(batch) * (batch.shape[1] - 1) * self.ctx.world_size)
+        tokens_in_step = len(batch) * (batch.shape[1] - 1) * self.ctx.world_size
+        lr = self.current_lr(tokens_in_step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
@@ -166,24 +187,25 @@ class Trainer:
         if hasattr(grad_norm, "full_tensor"):
             grad_norm = grad_norm.full_tensor()
         loss_mean = self.ctx.all_reduce_sum(loss_sum / n_micro) / self.ctx.world_size
-        metrics = {
-            "loss": float(loss_mean),
-            "grad_norm": float(grad_norm),
-            "lr": lr,
-            "tokens_in_step": len(batch) * (batch.shape[1] - 1) * self.ctx.world_size,
-        }
-        verdict = self.resilience.judge(self.progress.step + 1, metrics["loss"], metrics["grad_norm"])
+        if timer is not None:
+            timer.mark("backward")
+        # The step's one host read: the guard must see both values before the optimizer touches the weights.
+        loss_value, norm_value = torch.stack((loss_mean.float(), grad_norm.float())).tolist()
+        metrics = {"loss": loss_value, "grad_norm": norm_value, "lr": lr, "tokens_in_step": tokens_in_step,
+                   "global_batch": len(batch) * self.ctx.world_size}  # fmt: skip
+        verdict = self.resilience.judge(self.progress.step + 1, loss_value, norm_value)
         if verdict != "accept":  # a NaN or spiking batch never reaches the weights (skip or roll back)
             self.optimizer.zero_grad(set_to_none=True)
+            self.model.reset_router_counts()  # a dropped batch does not steer the balancing
             return {**metrics, "anomaly": verdict}
         self.optimizer.step()
-        load = self.model.expert_load().detach().clone() if self._logging_now() else None
-        self.model.update_router_biases()
-        if load is not None:
-            load = self.ctx.all_reduce_sum(load.float())
-            share = load / load.sum(dim=-1, keepdim=True).clamp_min(1)
-            metrics["expert_load"] = share.tolist()
-            metrics["skip_rate"] = float(share[:, -1].mean())
+        load = self.model.update_router_biases()  # all-reduces the counts once; the global fractions
+        if timer is not None:
+            timer.mark("optimizer")
+            metrics["expert_load"] = load.tolist()
+            metrics["skip_rate"] = float(load[:, -1].mean())
+            metrics["optimizer_ms"] = timer.ms("backward", "optimizer")
+            metrics["step_ms"] = timer.ms("start", "optimizer")
         return metrics
 
     def _logging_now(self) -> bool:
@@ -202,7 +224,7 @@ class Trainer:
             acc = torch.zeros(2, dtype=torch.float64, device=self.ctx.device)
             for i in range(0, k, micro):
                 chunk = mine[i : i + micro]
-                acc[0] += self._loss(self.model, chunk, reduction="sum").double()
+                acc[0] += self._loss(self.model, chunk).double() * chunk[:, 1:].numel()
                 acc[1] += chunk[:, 1:].numel()
             self.ctx.all_reduce_sum(acc)
             per_source[name] = float(acc[0] / acc[1])
@@ -425,15 +447,18 @@ class Trainer:
         if self.ctx.strategy != "fsdp" and not self.ctx.is_rank0:
             return None  # unsharded weights: rank 0 alone can generate, with no collectives
         ev = self.cfg.eval
-        text = generate_text(
-            self.model,
-            self.data.tokenizer,
-            ev.sample_prompt,
-            n,
-            temperature=ev.sample_temperature,
-            top_p=ev.sample_top_p,
-            seed=self.cfg.seed,
-        )
+        # Compiled blocks would recompile for every cache position: decode eagerly.
+        stance = torch.compiler.set_stance("force_eager") if self.compiled else contextlib.nullcontext()
+        with stance:
+            text = generate_text(
+                self.model,
+                self.data.tokenizer,
+                ev.sample_prompt,
+                n,
+                temperature=ev.sample_temperature,
+                top_p=ev.sample_top_p,
+                seed=self.cfg.seed,
+            )
         self.metrics.write(
             {"kind": "sample", "step": self.progress.step, "prompt": self.cfg.eval.sample_prompt, "text": text}
         )

@@ -61,20 +61,32 @@ def parameter_groups(model: nn.Module, cfg: "OptimizerConfig") -> list[dict]:
     return groups
 
 
-def build_optimizer(model: nn.Module, cfg: "OptimizerConfig", zero1: bool = False) -> torch.optim.Optimizer:
-    """The configured optimizer over `model`'s parameter groups (ZeRO-1 sharded across ranks if asked)."""
+def build_optimizer(
+    model: nn.Module, cfg: "OptimizerConfig", zero1: bool = False, *, compile_ns: bool = False
+) -> torch.optim.Optimizer:
+    """The configured optimizer over `model`'s parameter groups (ZeRO-1 sharded across ranks if asked).
+
+    AdamW is torch's fused kernel when every parameter is a plain CUDA tensor. Muon shares its Newton-Schulz
+    work among the data-parallel ranks (see muon.py), except under ZeRO-1, where each rank steps only its own
+    parameters; `compile_ns` compiles the iteration (CUDA)."""
+    from torch.distributed.tensor import DTensor
+
     from zaya_train.optim.muon import Muon
 
     groups = parameter_groups(model, cfg)
     for group in groups:
         group.pop("param_names")
     kwargs = dict(lr=0.0, betas=tuple(cfg.betas), eps=cfg.eps)
+    params = [p for group in groups for p in group["params"]]
     if cfg.name == "muon":
         kwargs |= dict(momentum=cfg.momentum, nesterov=cfg.nesterov, ns_steps=cfg.ns_steps, rms_scale=cfg.rms_scale)
+        kwargs |= dict(shard_work=not zero1, compile_ns=compile_ns)
         cls: type[torch.optim.Optimizer] = Muon
     else:
         # Our Muon class without Muon groups is exactly AdamW, but torch's fused/foreach AdamW is faster.
         cls = torch.optim.AdamW
+        if params and all(p.is_cuda and not isinstance(p, DTensor) for p in params):
+            kwargs["fused"] = True
         for group in groups:
             group.pop("use_muon")
     if zero1:

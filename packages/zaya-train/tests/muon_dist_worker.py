@@ -1,0 +1,72 @@
+"""A worker for the distributed Muon test (torchrun, gloo): two Muon steps on the same seeded parameters and
+gradients, alone (`single`), under DDP-style replication with the Newton-Schulz work shared (`ddp`), or on FSDP2
+DTensors (`fsdp`); rank 0 saves the full parameters and each rank's Newton-Schulz matrix count to --out."""
+
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from zaya_train.optim import Muon
+
+SHAPES = {"w_wide": (24, 40), "w_tall": (40, 24), "experts": (4, 16, 32), "odd_experts": (3, 8, 8), "norm": (10,)}
+
+
+def build() -> nn.Module:
+    gen = torch.Generator().manual_seed(0)
+    module = nn.Module()
+    for name, shape in SHAPES.items():
+        module.register_parameter(name, nn.Parameter(torch.randn(shape, generator=gen)))
+    return module
+
+
+def grads(step: int) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(100 + step)
+    return {name: torch.randn(shape, generator=gen) for name, shape in SHAPES.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=("single", "ddp", "fsdp"), required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    if args.mode != "single":
+        dist.init_process_group("gloo")
+    module = build()
+    if args.mode == "fsdp":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        fully_shard(module, mesh=init_device_mesh("cpu", (int(os.environ["WORLD_SIZE"]),)))
+    matrices = [p for n, p in module.named_parameters() if n != "norm"]
+    opt = Muon(
+        [{"params": matrices, "use_muon": True}, {"params": [module.norm], "use_muon": False}],
+        lr=0.05,
+        weight_decay=0.1,
+        ns_batch=2,  # several rounds per shape, so the sharing is exercised across rounds
+    )
+    for step in range(2):
+        for name, p in module.named_parameters():
+            g = grads(step)[name]
+            if args.mode == "fsdp":
+                from torch.distributed.tensor import distribute_tensor
+
+                g = distribute_tensor(g, p.device_mesh, p.placements)
+            p.grad = g
+        opt.step()
+    counts = [opt.ns_matrices]
+    if args.mode != "single":
+        counts = [None] * dist.get_world_size()
+        dist.all_gather_object(counts, opt.ns_matrices)
+    full = {"ns_matrices_per_rank": counts}
+    for name, p in module.named_parameters():
+        full[name] = (p.full_tensor() if args.mode == "fsdp" else p).detach().clone()
+    if args.mode == "single" or dist.get_rank() == 0:
+        torch.save(full, args.out)
+    if args.mode != "single":
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
