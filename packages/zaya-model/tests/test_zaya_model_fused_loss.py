@@ -101,7 +101,7 @@ def test_labels_must_match_the_input_shape(small_config, randomized_model):
 @pytest.mark.gpu
 def test_compiled_fused_loss_on_gpu_in_bf16_matches_fp32_autograd():
     """The inductor-compiled chunk kernel (what training runs on CUDA) against fp32 autograd on the CPU."""
-    hidden, weight, b, labels = _inputs(N=3000, D=256, V=5000, bias=False)
+    hidden, weight, _, labels = _inputs(N=3000, D=256, V=5000, bias=False)
     ref = F.cross_entropy(F.linear(hidden, weight), labels)
     ref_grads = _grads(ref, (hidden, weight))
     h, w = (t.detach().cuda().requires_grad_(True) for t in (hidden, weight))

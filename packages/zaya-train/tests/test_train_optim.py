@@ -170,12 +170,16 @@ def test_distributed_muon_shares_the_work_and_equals_one_rank(tmp_path):
 
 
 @pytest.mark.gpu
-def test_bf16_batched_newton_schulz_on_gpu_matches_the_fp32_reference():
-    """On CUDA the iteration runs in bf16 as one batched chain; it stays within bf16 tolerance of fp32."""
+def test_bf16_batched_newton_schulz_on_gpu_matches_the_per_matrix_iteration():
+    """On CUDA the iteration runs in bf16 as one batched chain (eager or compiled): it equals the matrix-by-matrix
+    bf16 iteration (the previous implementation) to bf16 rounding, and both stay near fp32."""
     gen = torch.Generator().manual_seed(3)
     g = torch.randn(8, 256, 512, generator=gen)
-    ref = torch.stack([newton_schulz(m) for m in g])  # CPU: fp32, matrix by matrix
+    fp32 = torch.stack([newton_schulz(m) for m in g])  # CPU: fp32, matrix by matrix
+    per_matrix = torch.stack([newton_schulz(m) for m in g.cuda()]).cpu()  # bf16, one at a time
+    rel = lambda a, b: float((a - b).norm() / b.norm())  # noqa: E731
     for compiled in (False, True):
         opt = Muon([{"params": [nn.Parameter(torch.zeros(1, device="cuda"))]}], compile_ns=compiled)
         got = newton_schulz(g.cuda(), kernel=opt._kernel).cpu()
-        assert ((got - ref).norm() / ref.norm()) < 1e-2, compiled
+        errors = (rel(got, per_matrix), rel(got, fp32), rel(per_matrix, fp32))
+        assert errors[0] < 1e-2 and errors[1] < 5e-2, (compiled, errors)

@@ -264,8 +264,12 @@ class ZayaForCausalLM(nn.Module):
     def compile_blocks(self, **compile_kwargs: Any) -> ZayaForCausalLM:
         """torch.compile every decoder block in place and the loss's per-chunk softmax.
 
-        `nn.Module.compile` keeps the module tree, so parameter names (checkpoints, HF export) are unchanged;
-        the blocks are identical, so one graph serves them all."""
+        `nn.Module.compile` keeps the module tree, so parameter names (checkpoints, HF export) are unchanged.
+        The blocks share one code object, whose graph variants multiply (layer 0 has no depth state; training
+        and evaluation; fp32 master weights under autocast or bf16 weights; static then dynamic batch), so the
+        recompile limit is raised to keep them all compiled instead of falling back to eager after 8."""
+        config = torch._dynamo.config
+        config.recompile_limit = max(getattr(config, "recompile_limit", 8), 64)
         for layer in self.layers:
             layer.compile(**compile_kwargs)
         self.compile_loss(**compile_kwargs)

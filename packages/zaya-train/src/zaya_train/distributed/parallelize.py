@@ -120,11 +120,13 @@ def apply_activation_checkpointing(blocks: list[nn.Module], mode: str) -> None:
 
 
 def apply_compile(model: nn.Module, blocks: list[nn.Module], backend: str) -> None:
-    """torch.compile each block in place (identical blocks share one graph) and the model's loss kernel."""
+    """torch.compile each block in place (identical blocks share one graph): through the model's own
+    `compile_blocks` where it has one (zaya-model's also compiles its loss kernel), else block by block."""
+    if hasattr(model, "compile_blocks"):
+        model.compile_blocks(backend=backend)
+        return
     for block in blocks:
         block.compile(backend=backend)
-    if hasattr(model, "compile_loss"):
-        model.compile_loss(backend=backend)
 
 
 def parallelize(
