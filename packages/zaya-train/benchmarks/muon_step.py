@@ -75,6 +75,7 @@ def main() -> None:
             step()
 
         return run
+
     muon_params = [
         p for g in parameter_groups(model, OptimizerConfig(name="muon")) if g["use_muon"] for p in g["params"]
     ]
@@ -87,12 +88,13 @@ def main() -> None:
         print(f"{name:<40} {ms:>9.1f} ms", flush=True)
 
     for compile_ns in (False, True) if device.type == "cuda" else (False,):
-        for ns_batch in (8, 16, 64):
+        for round_elements in (1 << 25, 1 << 27, 1 << 29):
             opt = build_optimizer(model, OptimizerConfig(name="muon"), compile_ns=compile_ns)
-            opt.ns_batch = ns_batch
+            opt.ns_round_elements = round_elements
             for group in opt.param_groups:
                 group["lr"] = 1e-4
-            add(f"muon batched ns_batch={ns_batch}{' compiled' if compile_ns else ''}", fresh(opt.step))
+            name = f"muon batched, rounds of 2^{round_elements.bit_length() - 1} elements"
+            add(name + (" compiled" if compile_ns else ""), fresh(opt.step))
     if args.profile and device.type == "cuda":  # where the batched step's time goes, kernel by kernel
         opt = build_optimizer(model, OptimizerConfig(name="muon"))
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,

@@ -178,8 +178,9 @@ def run_row(args, optimizer: str, micro_batch: int, overrides: list[str], run_di
         trainer.close()
         trainer = None
         _free(device)
-        row["model_fwd_bwd_tokens_per_s"] = model_fwd_bwd_tokens_per_s(model_cfg, micro_batch, args.seq, 5, device)
-        row["trainer_over_model"] = tps / row["model_fwd_bwd_tokens_per_s"]
+        if args.model_micro_batch is None or micro_batch in args.model_micro_batch:
+            model_tps = model_fwd_bwd_tokens_per_s(model_cfg, micro_batch, args.seq, 5, device)
+            row.update(model_fwd_bwd_tokens_per_s=model_tps, trainer_over_model=tps / model_tps)
     except torch.OutOfMemoryError:
         row["error"] = "out of memory"
     finally:
@@ -236,6 +237,8 @@ def main() -> None:
     parser.add_argument("--micro-batch", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--optimizer", nargs="+", default=["adamw", "muon"], choices=["adamw", "muon"])
     parser.add_argument("--activation-checkpointing", default="none", choices=["none", "selective", "full"])
+    parser.add_argument("--model-micro-batch", type=int, nargs="*", default=None,
+                        help="micro-batches at which the model alone is also timed (default: every one)")  # fmt: skip
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
@@ -282,7 +285,7 @@ def main() -> None:
         fmt = lambda v, spec: format(v, spec) if v is not None else "-"  # noqa: E731
         print(f"{r['optimizer']:>5} {r['micro_batch']:>3} {r['global_batch']:>4} {r['tokens_per_s']:>9.0f} "
               f"{100 * r['mfu']:>5.1f}% {r['step_ms']:>8.1f} {r['optimizer_ms']:>7.1f} "
-              f"{r['model_fwd_bwd_tokens_per_s']:>11.0f} {r['trainer_over_model']:>6.2f} "
+              f"{fmt(r.get('model_fwd_bwd_tokens_per_s'), '>11.0f')} {fmt(r.get('trainer_over_model'), '>6.2f')} "
               f"{fmt(r['sm_clock_mhz'], '>5.0f')} {fmt(r['power_w'], '>5.0f')} {fmt(r.get('peak_gib'), '>5.1f')}")  # fmt: skip
 
 

@@ -44,7 +44,7 @@ def main() -> None:
         [{"params": matrices, "use_muon": True}, {"params": [module.norm], "use_muon": False}],
         lr=0.05,
         weight_decay=0.1,
-        ns_batch=2,  # several rounds per shape, so the sharing is exercised across rounds
+        ns_round_elements=1024,  # one or two matrices per rank per round: sharing across several rounds
     )
     for step in range(2):
         for name, p in module.named_parameters():

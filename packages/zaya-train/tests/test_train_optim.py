@@ -124,8 +124,8 @@ def _reference_muon(params, grads_per_step, lr, wd, momentum, steps=5):
     return params
 
 
-@pytest.mark.parametrize("ns_batch", [1, 3, 64])
-def test_batched_muon_equals_the_per_matrix_implementation(ns_batch):
+@pytest.mark.parametrize("ns_round_elements", [1, 700, 10**9], ids=["one-per-round", "a-few-per-round", "one-round"])
+def test_batched_muon_equals_the_per_matrix_implementation(ns_round_elements):
     """Same-shape matrices of different parameters (and stacked experts) share batched iterations; the update is
     the one computed matrix by matrix (fp32 on CPU; bf16 on a GPU is tested below)."""
     gen = torch.Generator().manual_seed(7)
@@ -133,7 +133,8 @@ def test_batched_muon_equals_the_per_matrix_implementation(ns_batch):
     params = [nn.Parameter(torch.randn(s, generator=gen)) for s in shapes]
     grads = [[torch.randn(s, generator=gen) for s in shapes] for _ in range(3)]
     expected = _reference_muon(params, grads, lr=0.05, wd=0.1, momentum=0.9)
-    opt = Muon([{"params": params, "use_muon": True}], lr=0.05, weight_decay=0.1, momentum=0.9, ns_batch=ns_batch)
+    opt = Muon([{"params": params, "use_muon": True}], lr=0.05, weight_decay=0.1, momentum=0.9,
+               ns_round_elements=ns_round_elements)  # fmt: skip
     for step_grads in grads:
         for p, g in zip(params, step_grads, strict=True):
             p.grad = g.clone()
@@ -182,4 +183,5 @@ def test_bf16_batched_newton_schulz_on_gpu_matches_the_per_matrix_iteration():
         opt = Muon([{"params": [nn.Parameter(torch.zeros(1, device="cuda"))]}], compile_ns=compiled)
         got = newton_schulz(g.cuda(), kernel=opt._kernel).cpu()
         errors = (rel(got, per_matrix), rel(got, fp32), rel(per_matrix, fp32))
-        assert errors[0] < 1e-2 and errors[1] < 5e-2, (compiled, errors)
+        # bf16 rounding: ~1% from fp32 either way (measured on an H200: 1.1% batched, 1.2% matrix by matrix)
+        assert errors[0] < 2e-2 and errors[1] < 2e-2 and errors[1] < 1.5 * errors[2], (compiled, errors)

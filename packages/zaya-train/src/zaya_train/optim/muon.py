@@ -8,8 +8,9 @@ update (Liu et al. 2025, "Muon is scalable for LLM training"), so the AdamW lear
 Cost is what this module is about. Newton-Schulz on one 2048 x 4096 matrix is ~0.43 TFLOP (5 steps), and
 ZAYA1 has 32 such expert matrices per layer, so:
 - matrices of the same shape (the stacked experts, the same projection of every layer) are orthogonalised
-  together as one batched bf16 matmul chain (`baddbmm`, no elementwise kernels), in rounds of
-  `ns_batch` matrices to bound the temporary memory; optionally compiled;
+  together as one batched bf16 matmul chain (`baddbmm`, no elementwise kernels, the Gram matrix on the
+  smaller side so no stack is transposed), in rounds of at most `ns_round_elements` elements to bound the
+  temporary memory (many small matrices, like the 128 x 2 conv kernels, go in one round); optionally compiled;
 - under data parallelism the work is divided among the ranks and the results gathered, so each rank does
   1/N of it (as distributed Muon implementations do): under DDP each rank takes its share of every round and
   an all-gather returns the rest; under FSDP2 a stacked parameter sharded on dim 0 holds whole matrices, so
@@ -37,13 +38,17 @@ CUBIC = (1.5, -0.5, 0.0)
 def _newton_schulz_3d(
     x: torch.Tensor, steps: int, coefficients: tuple[float, float, float], eps: float = 1e-7
 ) -> torch.Tensor:
-    """The iteration on a stack [n, rows, cols] with rows <= cols, in x's dtype."""
+    """The iteration on a stack [n, rows, cols], in x's dtype, with the Gram matrix on the smaller side.
+
+    Wide (rows <= cols): X <- a X + (b G + c G^2) X with G = X X^T. Tall: the same iteration on X^T written
+    without transposing, X <- a X + X (b G + c G^2) with G = X^T X, so no copy of the stack is ever made."""
     a, b, c = coefficients
     x = x / (x.norm(dim=(-2, -1), keepdim=True) + eps)  # spectral norm <= Frobenius norm <= 1
+    tall = x.size(-2) > x.size(-1)
     for _ in range(steps):
-        gram = torch.bmm(x, x.mT)
-        poly = torch.baddbmm(gram, gram, gram, beta=b, alpha=c)  # b * gram + c * gram @ gram
-        x = torch.baddbmm(x, poly, x, beta=a)  # a * x + poly @ x
+        gram = torch.bmm(x.mT, x) if tall else torch.bmm(x, x.mT)
+        poly = torch.baddbmm(gram, gram, gram, beta=b, alpha=c)  # b * G + c * G @ G
+        x = torch.baddbmm(x, x, poly, beta=a) if tall else torch.baddbmm(x, poly, x, beta=a)
     return x
 
 
@@ -56,13 +61,7 @@ def newton_schulz(
 ) -> torch.Tensor:
     """Approximate U V^T of the SVD G = U S V^T over the last two dims (bf16 on CUDA, fp32 on CPU)."""
     dtype = torch.bfloat16 if g.is_cuda else torch.float32
-    x = g.to(dtype).reshape(-1, g.shape[-2], g.shape[-1])
-    transposed = x.size(-2) > x.size(-1)
-    if transposed:
-        x = x.mT
-    x = kernel(x, steps, coefficients, eps)
-    if transposed:
-        x = x.mT
+    x = kernel(g.to(dtype).reshape(-1, g.shape[-2], g.shape[-1]), steps, coefficients, eps)
     return x.reshape(g.shape).to(g.dtype)
 
 
@@ -101,7 +100,7 @@ class Muon(Optimizer):
         use_muon: bool = False,
         *,
         shard_work: bool = True,
-        ns_batch: int = 16,
+        ns_round_elements: int = 1 << 27,
         compile_ns: bool = False,
     ) -> None:
         defaults = dict(
@@ -117,7 +116,7 @@ class Muon(Optimizer):
         )
         super().__init__(params, defaults)
         self.shard_work = shard_work
-        self.ns_batch = ns_batch
+        self.ns_round_elements = ns_round_elements
         self.ns_matrices = 0
         self._kernel: Callable[..., torch.Tensor] = _newton_schulz_3d
         if compile_ns:
@@ -198,7 +197,8 @@ class Muon(Optimizer):
             rank, world = dist.get_rank(work.group), dist.get_world_size(work.group)
         rotation = 0
         for mats in work.by_shape.values():
-            per_round = self.ns_batch * world
+            rows, cols = mats[0].shape
+            per_round = max(1, self.ns_round_elements // (rows * cols)) * world
             for start in range(0, len(mats), per_round):
                 views = mats[start : start + per_round]
                 share = math.ceil(len(views) / world)
