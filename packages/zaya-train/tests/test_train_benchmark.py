@@ -43,3 +43,16 @@ def test_dp_scaling_benchmark_smoke_on_two_cpu_processes(tmp_path):
     rows = json.loads((tmp_path / "scaling.json").read_text())
     assert [r["strategy"] for r in rows] == ["ddp", "ddp+zero1", "fsdp"], rows
     assert all(r["world_size"] == 2 and r["tokens_per_s"] > 0 for r in rows)
+
+
+@pytest.mark.slow
+def test_muon_step_benchmark_smoke(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in sorted(PACKAGES.glob("*/src"))))
+    proc = subprocess.run([sys.executable, str(SCRIPT.with_name("muon_step.py")), "--smoke", "--layers", "1",
+                           "--steps", "1", "--out", str(tmp_path)], env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "muon_step.json").read_text())
+    names = [r["variant"] for r in result["rows"]]
+    assert "muon matrix by matrix (before)" in names and all(r["ms"] > 0 for r in result["rows"])
+    assert result["meta"]["muon_matrices"] > 0
