@@ -206,6 +206,8 @@ class Trainer:
             metrics["skip_rate"] = float(load[:, -1].mean())
             metrics["optimizer_ms"] = timer.ms("backward", "optimizer")
             metrics["step_ms"] = timer.ms("start", "optimizer")
+            if self.ctx.device.type == "cuda":
+                metrics["peak_gib"] = torch.cuda.max_memory_allocated(self.ctx.device) / 2**30
         return metrics
 
     def _logging_now(self) -> bool:

@@ -2,7 +2,7 @@
 
 from zaya_train.metrics.mfu import mfu, peak_flops
 from zaya_train.metrics.plots import plot_run
-from zaya_train.metrics.step_timer import WALL_CLOCK_FIELDS, StepTimer
+from zaya_train.metrics.step_timer import MEASURED_FIELDS, StepTimer
 from zaya_train.metrics.writer import MetricsWriter, read_metrics
 
-__all__ = ["WALL_CLOCK_FIELDS", "MetricsWriter", "StepTimer", "mfu", "peak_flops", "plot_run", "read_metrics"]
+__all__ = ["MEASURED_FIELDS", "MetricsWriter", "StepTimer", "mfu", "peak_flops", "plot_run", "read_metrics"]

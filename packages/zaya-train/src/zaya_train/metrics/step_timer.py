@@ -8,9 +8,9 @@ import time
 
 import torch
 
-# Train-record fields measured in wall time: they differ between two runs of the same config, so comparisons of
-# runs (an exact resume against an uninterrupted run) leave them out.
-WALL_CLOCK_FIELDS = frozenset({"tokens_per_s", "mfu", "optimizer_ms", "step_ms"})
+# Train-record fields measured on the machine (times, peak memory): they differ between two runs of the same
+# config, so comparisons of runs (an exact resume against an uninterrupted run) leave them out.
+MEASURED_FIELDS = frozenset({"tokens_per_s", "mfu", "optimizer_ms", "step_ms", "peak_gib"})
 
 
 class StepTimer:

@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from zaya_train.metrics.step_timer import WALL_CLOCK_FIELDS
+from zaya_train.metrics.step_timer import MEASURED_FIELDS
 
 FINAL_STATE_NAME = "final_state.json"
 
@@ -67,7 +67,7 @@ def metrics_by_step(run_dir: Path) -> dict[int, dict[str, Any]]:
         except json.JSONDecodeError:  # a line torn by a SIGKILL
             continue
         if record.get("kind") == "train":
-            records[record["step"]] = {k: v for k, v in record.items() if k not in WALL_CLOCK_FIELDS}
+            records[record["step"]] = {k: v for k, v in record.items() if k not in MEASURED_FIELDS}
     return records
 
 
