@@ -18,14 +18,13 @@ import torch
 
 
 @torch.no_grad()
-def per_matrix_step(params: list[torch.Tensor], steps: int = 5) -> None:
-    """The previous implementation's Newton-Schulz cost: one matrix at a time (momentum omitted: same for all)."""
+def per_parameter_step(params: list[torch.Tensor], steps: int = 5) -> None:
+    """The Newton-Schulz cost of the implementation before batching: one call per parameter (a stacked
+    parameter's matrices together), in bf16 on CUDA (momentum and decay omitted: the same for every variant)."""
     from zaya_train.optim import newton_schulz
 
     for p in params:
-        mats = p.grad.reshape(-1, p.shape[-2], p.shape[-1])
-        for m in mats:
-            m.copy_(newton_schulz(m, steps))
+        p.grad.copy_(newton_schulz(p.grad, steps))
         p.add_(p.grad, alpha=-1e-4 * 0.2 * math.sqrt(max(p.shape[-2], p.shape[-1])))
 
 
@@ -102,7 +101,7 @@ def main() -> None:
             fresh(opt.step)()
             torch.cuda.synchronize()
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12), flush=True)
-    add("muon matrix by matrix (before)", fresh(lambda: per_matrix_step(muon_params)))
+    add("muon per parameter (before batching)", fresh(lambda: per_parameter_step(muon_params)))
     adamw = build_optimizer(model, OptimizerConfig(name="adamw"))
     add("adamw (fused on CUDA)", fresh(adamw.step))
     args.out.mkdir(parents=True, exist_ok=True)

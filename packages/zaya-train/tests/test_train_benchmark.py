@@ -54,5 +54,5 @@ def test_muon_step_benchmark_smoke(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "muon_step.json").read_text())
     names = [r["variant"] for r in result["rows"]]
-    assert "muon matrix by matrix (before)" in names and all(r["ms"] > 0 for r in result["rows"])
+    assert "muon per parameter (before batching)" in names and all(r["ms"] > 0 for r in result["rows"])
     assert result["meta"]["muon_matrices"] > 0
