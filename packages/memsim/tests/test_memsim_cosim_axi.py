@@ -153,16 +153,10 @@ def built_top(request, tmp_path_factory) -> tuple:
 
 
 def _run_masters(built_top, tmp_path: Path, runs) -> dict:
-    from cocotb_tools.runner import get_results
-    from memsim.cosim.axi_runs import check, encode_runs, prepare
+    from memsim.cosim.axi_runs import simulate
 
     _, runner, build = built_top
-    plusargs = [a for run in runs for a in prepare(run, tmp_path)]
-    results = runner.test(hdl_toplevel="axi_test_top", test_module="memsim.cosim.axi_testbench",
-                          testcase="burst_masters_against_memsim", build_dir=build, test_dir=tmp_path / "sim",
-                          plusargs=plusargs, extra_env={"MEMSIM_AXI_RUNS": encode_runs(runs, tmp_path)})  # fmt: skip
-    assert get_results(results) == (1, 0), f"simulation failed; see {tmp_path / 'sim'}"
-    return {run.prefix: check(run, tmp_path) for run in runs}
+    return simulate(runner, build, runs, tmp_path)
 
 
 @pytest.mark.slow

@@ -104,3 +104,18 @@ def check(run: MasterRun, folder: Path) -> tuple[LogSummary, dict]:
         if port_read["edges"][0] < ready[0]:  # the first line holds the first beat
             raise AxiProtocolError(f"{run.prefix}: burst {k}: first beat before memsim's data was ready")
     return summary, record
+
+
+def simulate(runner, build_dir: Path, runs: list[MasterRun], folder: Path, log_file: Path | None = None,
+             top: str = "axi_test_top") -> dict[str, tuple[LogSummary, dict]]:  # fmt: skip
+    """Run the masters of `runs` on a built top (cocotb runner), then check each; prefix -> (log summary, record)."""
+    from cocotb_tools.runner import get_results
+
+    plusargs = [a for run in runs for a in prepare(run, folder)]
+    results = runner.test(hdl_toplevel=top, test_module="memsim.cosim.axi_testbench",
+                          testcase="burst_masters_against_memsim", build_dir=build_dir, test_dir=folder / "sim",
+                          plusargs=plusargs, extra_env={"MEMSIM_AXI_RUNS": encode_runs(runs, folder)},
+                          log_file=log_file)  # fmt: skip
+    if get_results(results) != (1, 0):
+        raise AxiProtocolError(f"the simulation failed; its log is in {log_file or folder / 'sim'}")
+    return {run.prefix: check(run, folder) for run in runs}
