@@ -5,12 +5,15 @@
 the data and protocol checks happen afterwards on the masters' logs (`axi_runs.check`).
 `axi_master_against_memsim` drives the bare slave port `s_axi` with cocotbext-axi's `AxiMaster`:
 random reads and writes (unaligned, narrow, several IDs, concurrent) checked against a byte-dict model.
+`dma_against_memsim` runs `hdl/axi_dma.v` (the traffic of the SimDRAM test bench) on `AxiMemory` and
+writes its results (MEMSIM_DMA_RESULT): the benchmark's cocotb paths.
 """
 
 import json
 import os
 import random
 import time
+from pathlib import Path
 
 import cocotb
 from cocotb.clock import Clock
@@ -112,3 +115,27 @@ async def axi_master_against_memsim(dut) -> None:
                 want = bytes(model.get(addr + i, 0) for i in range(what))
                 assert result.data == want, f"read of {what} bytes at {addr:#x} differs from the model"
     dut._log.info("%d rounds; %d read and %d write bursts", rounds, len(port.accepted_reads), len(port.accepted_writes))
+
+
+@cocotb.test()
+async def dma_against_memsim(dut) -> None:
+    from memsim.cosim.clock_domains import ClockDomains
+
+    config = os.environ.get("MEMSIM_CONFIG", "ddr4_8gb_x8_3200")
+    design_mhz = float(os.environ.get("MEMSIM_DESIGN_MHZ", "1000"))
+    system = MemorySystem(config)
+    dut.start.value = 0
+    dut.src.value, dut.dst.value = 0, 0x0100_0000  # the SimDRAM bench uses these offsets from its MEM_BASE
+    dut.bytes.value = int(os.environ.get("MEMSIM_DMA_BYTES", str(64 * 1024)))
+    await _reset(dut)
+    port = AxiMemory(dut, system, prefix="m_axi", clocks=ClockDomains.from_mhz(system.spec.tCK_ns, design_mhz))
+    cocotb.start_soon(port.serve())
+    dut.start.value = 1
+    started = time.perf_counter()
+    await with_timeout(RisingEdge(dut.done), 100_000_000, "ns")
+    elapsed = time.perf_counter() - started
+    result = {"done": 1, "errors": int(dut.errors.value), "cycles": int(dut.cycle.value), "wall_s": elapsed,
+              "first_ar": int(dut.first_ar.value), "first_r": int(dut.first_r.value)}  # fmt: skip
+    result["cycles_per_s"] = result["cycles"] / elapsed
+    Path(os.environ["MEMSIM_DMA_RESULT"]).write_text(json.dumps(result))
+    assert result["errors"] == 0, f"the DMA read {result['errors']} bad beats"
