@@ -22,12 +22,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.progress import Progress
-
 from memsim.cosim import HDL_DIR
 from memsim.cosim.simdram_harness import build_harness, run_harness
 from memsim.cosim.simulators import build_once
 from memsim.errors import MemsimError
+from rich.progress import Progress
 
 CONFIG = "ddr4_8gb_x8_3200"
 
@@ -130,7 +129,9 @@ def main() -> None:
     (out / "bench_cosim.json").write_text(json.dumps(result, indent=1))
     _plot(rows, out / "bench_cosim.png")
     for r in rows:
-        print(f"{r['path']:18s} {r['kib']:6d} KiB {r['design_cycles']:>10,d} cycles {r['cycles_per_s']:>12,.0f} cycles/s")
+        print(
+            f"{r['path']:18s} {r['kib']:6d} KiB {r['design_cycles']:>10,d} cycles {r['cycles_per_s']:>12,.0f} cycles/s"
+        )
     print(f"wrote {out / 'bench_cosim.json'} and {out / 'bench_cosim.png'}")
 
 

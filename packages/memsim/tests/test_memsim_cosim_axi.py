@@ -74,9 +74,14 @@ def test_design_cycles_is_the_shortest_design_time_covering_the_memory_time(rati
 
 
 def test_clock_domains_from_frequencies() -> None:
+    from memsim.cosim.axi_port import PORT_CYCLES
+
     clocks = ClockDomains.from_mhz(0.625, 1000)  # a 1 GHz design on a 1.6 GHz memory clock
     assert clocks.memory_per_design == Fraction(8, 5)
     assert clocks.design_cycles(49) == 31 and clocks.memory_cycles(5) == 8
+    # the README's example: a closed-row DDR4-3200 read (49 cycles of 0.63 ns) at 1:1 and at 1 GHz
+    assert ClockDomains.from_mhz(0.63).design_cycles(49) + PORT_CYCLES == 50
+    assert ClockDomains.from_mhz(0.63, 1000).design_cycles(49) + PORT_CYCLES == 32
 
 
 # ---- the traffic model and the log checker

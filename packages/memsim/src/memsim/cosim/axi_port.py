@@ -2,8 +2,8 @@
 
 `AxiMemory(dut, system, prefix="s_axi")` serves the five channels of a DUT's AXI4 master port (signal
 names as cocotbext-axi's: `s_axi_araddr`, `s_axi_rdata`, ...). Each burst becomes one memsim request per
-memory line it touches (`memsim.cosim.axi_burst`), handed to memsim in arrival order at most one read
-and one write line per memory cycle; writes with partial strobes merge into the line's current data
+memory line it touches (`memsim.cosim.axi_burst`), handed to memsim in arrival order, per design cycle
+as many reads (and writes) as memory cycles passed, at least one; writes with partial strobes merge into the line's current data
 (a masked write). Read data is what memsim's functional store returns; timing is memsim's.
 
 Timing contract (tested): a burst accepted at design edge `a` enters memsim at memory cycle
@@ -180,7 +180,7 @@ class AxiMemory:
             watcher.cancel()
 
     def _issue_lines(self) -> None:
-        """Hand line requests to memsim in arrival order, one read and one write per memory cycle elapsed."""
+        """Hand line requests to memsim in arrival order: as many reads and writes as memory cycles passed, at least one."""
         system, edge = self.system, self.edge
         budget = max(1, self.clocks.memory_cycles(edge) - self.clocks.memory_cycles(edge - 1))
         for fifo, is_write in ((self.read_fifo, False), (self.write_fifo, True)):

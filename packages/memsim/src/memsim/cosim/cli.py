@@ -90,16 +90,17 @@ def axi_check(
 def simdram_check(
     config: str = typer.Argument("ddr4_8gb_x8_3200", help="memsim part"),
     kib: int = typer.Option(64, help="KiB the DMA fills, copies and checks"),
+    simdram_v: Path | None = typer.Option(None, help="Build with this SimDRAM.v (testchipip's) instead of memsim's"),
     out: Path = typer.Option(Path("memsim_simdram_check"), "--out", "-o", help="Build and run folder"),
 ) -> None:
     """Run the SimDRAM test bench (Verilator, libmemsim_simdram.so) on CONFIG; exit 1 if the DMA saw bad data."""
-    from memsim.cosim.simdram_harness import build_harness, run_harness
+    from memsim.cosim.simdram_harness import HarnessParams, build_harness, run_harness
     from memsim.errors import MemsimError
 
     out = out.resolve()
     try:
         with _status("building the SimDRAM test bench (Verilator)"):
-            exe = build_harness(out / "build")
+            exe = build_harness(out / "build", HarnessParams(simdram_v=simdram_v))
         with _status(f"running the DMA on {config}"):
             result = run_harness(exe, config, out / "run", dma_bytes=kib * 1024)
     except MemsimError as err:

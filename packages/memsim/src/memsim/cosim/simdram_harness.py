@@ -31,6 +31,7 @@ class HarnessParams:
     burst: int = 16
     slots: int = 4
     clock_hz: int = 1_000_000_000
+    simdram_v: Path | None = None  # a SimDRAM.v to use instead of memsim's SimDRAM.sv (e.g. testchipip's)
 
 
 def build_harness(folder: Path, params: HarnessParams = HarnessParams(), jobs: int = 2) -> Path:
@@ -48,12 +49,18 @@ def build_harness(folder: Path, params: HarnessParams = HarnessParams(), jobs: i
         f"-GCLOCK_HZ={params.clock_hz}", "-MAKEFLAGS", "OPT_FAST=-O2 OPT_GLOBAL=-O2",
         "-CFLAGS", f"-O2 -I{NATIVE_DIR} -I{lib.parent / 'include'}",
         "-LDFLAGS", f"-L{lib.parent} -lmemsim_simdram -Wl,-rpath,{lib.parent}",
-        *(str(HDL_DIR / s) for s in SOURCES), *(str(NATIVE_DIR / s) for s in MAIN),
+        *(str(params.simdram_v.resolve()) if s == "SimDRAM.sv" and params.simdram_v else str(HDL_DIR / s)
+          for s in SOURCES),
+        *(str(NATIVE_DIR / s) for s in MAIN),
     ]  # fmt: skip
+    if params.simdram_v is not None and not params.simdram_v.is_file():
+        raise MemsimError(f"--simdram-v {params.simdram_v}: no such file; give the path of testchipip's SimDRAM.v")
     with open(folder / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stamp = folder / "build.json"
-        key = json.dumps({"cmd": cmd, "lib": lib.with_suffix(".sha256").read_text()})
+        sources = [Path(a) for a in cmd if a.endswith((".v", ".sv", ".cc"))]
+        key = json.dumps({"cmd": cmd, "lib": lib.with_suffix(".sha256").read_text(),
+                          "mtimes": [p.stat().st_mtime_ns for p in sources]})  # fmt: skip
         if exe.is_file() and stamp.is_file() and stamp.read_text() == key:
             return exe
         done = subprocess.run(cmd, capture_output=True, text=True)

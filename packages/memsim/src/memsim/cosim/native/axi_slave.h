@@ -3,8 +3,8 @@
 // previous tick, and computes the outputs for the next edge (registered by the Verilog wrapper).
 //
 // Same policies and timing contract as the cocotb port (memsim/cosim/axi_port.py): one memsim request per
-// memory line a burst touches, handed over in arrival order at most one read and one write line per memory
-// cycle elapsed; a line completed L memory cycles after it entered at design edge a is available from edge
+// memory line a burst touches, handed over in arrival order, per design cycle as many reads (and writes) as
+// memory cycles passed, at least one; a line completed L memory cycles after it entered at design edge a is available from edge
 // a + ceil(L x tCK / design period) + PORT_CYCLES; read data of one ID in AR order, write responses of one
 // ID in AW order, bursts of different IDs as memsim finishes them; W follows AW order. Read data is the
 // memory as it was when the read entered memsim, and a write's bytes land when it enters (the arrival-order
