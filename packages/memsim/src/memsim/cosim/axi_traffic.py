@@ -46,11 +46,15 @@ def _length(rng: random.Random) -> int:
     return rng.randint(65, 256)
 
 
-def _random_burst(rng: random.Random, data_bytes: int, ids: int, base: int, span: int) -> AxiBurst:
+KIND_WEIGHTS = {BurstType.INCR: 0.7, BurstType.WRAP: 0.15, BurstType.FIXED: 0.15}
+
+
+def _random_burst(rng: random.Random, data_bytes: int, ids: int, base: int, span: int,
+                  kinds: tuple[BurstType, ...]) -> AxiBurst:  # fmt: skip
     max_size = (data_bytes - 1).bit_length()
     size = max_size if rng.random() < 0.6 else rng.randint(0, max_size)
     nb = 1 << size
-    kind = rng.choices([BurstType.INCR, BurstType.WRAP, BurstType.FIXED], [0.7, 0.15, 0.15])[0]
+    kind = rng.choices(kinds, [KIND_WEIGHTS[k] for k in kinds])[0]
     ident = rng.randrange(ids)
     if kind == BurstType.WRAP:
         length = rng.choice((2, 4, 8, 16))
@@ -74,14 +78,14 @@ def _byte_span(b: AxiBurst, data_bytes: int) -> set[int]:
 
 
 def random_traffic(seed: int, count: int, data_bytes: int, id_bits: int = 2, base: int = 0x10000,
-                   span: int = 1 << 16) -> list[TrafficBurst]:  # fmt: skip
-    """`count` random bursts inside [base, base + span); span a multiple of 4 KB."""
+                   span: int = 1 << 16, kinds: tuple[BurstType, ...] = tuple(KIND_WEIGHTS)) -> list[TrafficBurst]:  # fmt: skip
+    """`count` random bursts of `kinds` inside [base, base + span); span a multiple of 4 KB."""
     rng = random.Random(seed)
     out: list[TrafficBurst] = []
     since_barrier: list[tuple[bool, set[int]]] = []
     full = (1 << data_bytes) - 1
     for _ in range(count):
-        burst = _random_burst(rng, data_bytes, 1 << id_bits, base, span)
+        burst = _random_burst(rng, data_bytes, 1 << id_bits, base, span, kinds)
         is_write = rng.random() < 0.5
         touched = _byte_span(burst, data_bytes)
         barrier = any((w or is_write) and not touched.isdisjoint(other) for w, other in since_barrier)
