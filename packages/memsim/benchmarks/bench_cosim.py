@@ -74,6 +74,7 @@ def _plot(rows: list[dict], path: Path) -> None:
     speeds = [r["cycles_per_s"] for r in rows]
     ax.barh(names, speeds, color=["#888", "#58a", "#2a6", "#184"][: len(rows)])
     ax.set_xscale("log")
+    ax.set_xlim(min(speeds) / 2, max(speeds) * 6)
     ax.set_xlabel("design cycles per second (log)")
     ax.axvline(100_000, color="red", linestyle="--", linewidth=1, label="target for DPI: 100k")
     for y, v in enumerate(speeds):
