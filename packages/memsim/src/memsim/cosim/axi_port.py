@@ -2,14 +2,15 @@
 
 `AxiMemory(dut, system, prefix="s_axi")` serves the five channels of a DUT's AXI4 master port (signal
 names as cocotbext-axi's: `s_axi_araddr`, `s_axi_rdata`, ...). Each burst becomes one memsim request per
-memory line it touches (`memsim.cosim.axi_burst`), handed to memsim in arrival order, per design cycle
-as many reads (and writes) as memory cycles passed, at least one; writes with partial strobes merge into the line's current data
-(a masked write). Read data is what memsim's functional store returns; timing is memsim's.
+memory line it touches (`memsim.cosim.axi_burst`), handed to memsim in arrival order, per design cycle as
+many reads (and writes) as memory cycles passed, at least one; a write with partial strobes merges into
+the line's current data (a masked write). Read data is what memsim's functional store returns.
 
-Timing contract (tested): a burst accepted at design edge `a` enters memsim at memory cycle
-`clocks.memory_cycles(a)`; a line that memsim completes `L` memory cycles after it entered is available
-to the design at edge `a + clocks.design_cycles(L) + PORT_CYCLES`. So the unloaded read latency, from the
-AR handshake to the first R handshake, is ceil(L x tCK / design period) + PORT_CYCLES design cycles.
+Timing contract (tested): a line request handed to memsim at design edge `a` (the burst's handshake edge
+when memsim has room) enters at memory cycle `clocks.memory_cycles(a)`; if memsim completes it `L` memory
+cycles later, its data reaches the design at edge `a + clocks.design_cycles(L) + PORT_CYCLES`. So the
+unloaded read latency, from the AR handshake to the first R handshake, is ceil(L x tCK / design period)
++ PORT_CYCLES design cycles.
 
 Protocol, per AXI4: read data of one ID in AR order and write responses of one ID in AW order; bursts of
 different IDs complete out of order as memsim finishes them; read bursts are not interleaved beat by
@@ -39,9 +40,9 @@ class _LineRequest:
 
     __slots__ = ("add_edge", "data", "line", "trans")
 
-    def __init__(self, line: int, data: bytes | None = None) -> None:
+    def __init__(self, line: int) -> None:
         self.line = line
-        self.data = data
+        self.data: dict[int, int] | None = None  # writes: offset in the line -> byte, merged when handed over
         self.trans: Transaction | None = None
         self.add_edge = -1
 
