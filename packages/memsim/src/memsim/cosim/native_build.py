@@ -22,8 +22,8 @@ from memsim.errors import MemsimError
 
 NATIVE_DIR = Path(__file__).parent / "native"
 LIBRARIES = {
-    "native": ["memsim_engine.cc", "axi_slave.cc", "engine_capi.cc"],
-    "simdram": ["memsim_engine.cc", "axi_slave.cc", "simdram_dpi.cc"],
+    "native": ["memsim_engine.cc", "engine_config.cc", "engine_scheduling.cc", "axi_slave.cc", "engine_capi.cc"],
+    "simdram": ["memsim_engine.cc", "engine_config.cc", "engine_scheduling.cc", "axi_slave.cc", "simdram_dpi.cc"],
 }
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra"]
 
