@@ -9,7 +9,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from memsim.cosim.cli import app as cosim_app
+
 app = typer.Typer(help="memsim: cycle-accurate DRAM simulation with DRAMSim3-compatible stats.", no_args_is_help=True)
+app.add_typer(cosim_app, name="cosim")
 
 
 def _console() -> Console:

@@ -102,14 +102,26 @@ def _config(system, layout: L.ChannelLayout) -> np.ndarray:
     return np.concatenate([head, *tail]).astype(np.int64)
 
 
+def channel_layout(system) -> L.ChannelLayout:
+    """Segment sizes of one channel's row for `system` (a fresh MemorySystem)."""
+    c0 = system.channels[0]
+    windows = c0.state.windows
+    return L.ChannelLayout(c0.state.n_banks, system.spec.ranks, c0.cmdq.n_queues, c0.cmdq.capacity, c0.capacity,
+                           len(windows), max([1] + [count for count, _ in windows]))  # fmt: skip
+
+
+def engine_config(system) -> tuple[np.ndarray, L.ChannelLayout]:
+    """The K array (configuration, segment offsets, windows, timing offsets) and the layout it describes;
+    also what memsim's native engine (memsim.cosim.native) reads, so both compiled engines share one source."""
+    layout = channel_layout(system)
+    return _config(system, layout), layout
+
+
 def build_arrays(frontend) -> EngineArrays:
     system = frontend.system
     spec, c0 = system.spec, system.channels[0]
     nch, ranks = spec.channels, spec.ranks
-    windows = c0.state.windows
-    layout = L.ChannelLayout(c0.state.n_banks, ranks, c0.cmdq.n_queues, c0.cmdq.capacity, c0.capacity,
-                             len(windows), max([1] + [count for count, _ in windows]))  # fmt: skip
-    K = _config(system, layout)
+    K, layout = engine_config(system)
     _, row_len = layout.offsets()
     CH = np.zeros((nch, row_len), dtype=np.int64)
     for ch in range(nch):
