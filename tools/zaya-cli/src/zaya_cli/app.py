@@ -17,8 +17,8 @@ from pathlib import Path
 import click
 import typer
 from rich.console import Console
-from rich.markup import escape
 from typer.core import TyperGroup
+from zaya_config.cli_errors import fail
 
 from zaya_cli.services import ServiceNotFoundError, find_service, list_services, services_dir
 
@@ -107,8 +107,7 @@ def run_service(
             return
         main = find_service(service)
     except ServiceNotFoundError as err:
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=2) from None
+        fail(err)
     raise typer.Exit(code=subprocess.call([sys.executable, str(main), *ctx.args]))
 
 
