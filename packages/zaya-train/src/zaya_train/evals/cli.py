@@ -10,11 +10,23 @@ import sys
 from pathlib import Path
 
 import typer
+from typer.core import TyperGroup
+
+
+class _CommandLikeGroup(TyperGroup):
+    """A sub-app that is one command (`zaya eval PATH ...`): no `COMMAND [ARGS]...` in its usage line."""
+
+    def collect_usage_pieces(self, ctx):
+        return [p for p in super().collect_usage_pieces(ctx) if p != self.subcommand_metavar]
+
 
 eval_app = typer.Typer(
     help="Score a run dir or HF folder on lm-evaluation-harness tasks; prints the table, writes eval.json.",
+    cls=_CommandLikeGroup,
 )
-lm_eval_app = typer.Typer(help="lm-eval's own command line, with the `zaya` model and zaya's tasks registered.")
+lm_eval_app = typer.Typer(
+    help="lm-eval's own command line, with the `zaya` model and zaya's tasks registered.", cls=_CommandLikeGroup
+)
 
 
 def _fail(message: str) -> None:
