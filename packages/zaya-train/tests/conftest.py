@@ -67,7 +67,7 @@ def make_trainer(tmp_path: Path, tiny_sources):
         trainer.close()
 
 
-def train_run(run_dir: Path, cache_dir: Path, steps_per_phase: int = 16, **train_overrides) -> dict:
+def _pretrain(run_dir: Path, cache_dir: Path, steps_per_phase: int = 16, **train_overrides) -> dict:
     """A real pretraining run (`run_pretraining`, the pretrain service's code path) of a shrunken zaya1-tiny
     on two stdlib packages: two phases (context 64 -> 128, RoPE theta 1e4 -> 1e5), checkpoints, config.yaml
     and tokenizer/ in `run_dir`. Returns the summary."""
@@ -106,21 +106,39 @@ def train_run(run_dir: Path, cache_dir: Path, steps_per_phase: int = 16, **train
             "recipe": {
                 "name": "eval-test",
                 "phases": [
-                    {"name": "short", "tokens": 8 * 64 * steps_per_phase, "seq_len": 64, "rope_theta": 1e4,
-                     "mixture": {"json": 1, "email": 1}, "schedule": schedule},
-                    {"name": "long", "tokens": 8 * 128 * steps_per_phase, "seq_len": 128, "rope_theta": 1e5,
-                     "mixture": {"json": 1, "email": 1}, "schedule": schedule},
+                    {
+                        "name": "short",
+                        "tokens": 8 * 64 * steps_per_phase,
+                        "seq_len": 64,
+                        "rope_theta": 1e4,
+                        "mixture": {"json": 1, "email": 1},
+                        "schedule": schedule,
+                    },
+                    {
+                        "name": "long",
+                        "tokens": 8 * 128 * steps_per_phase,
+                        "seq_len": 128,
+                        "rope_theta": 1e5,
+                        "mixture": {"json": 1, "email": 1},
+                        "schedule": schedule,
+                    },
                 ],
             },
-            "logging": {"progress": False},
+            "logging": {"progress": False, "log_every_steps": 1},
         }
     )
     return run_pretraining(cfg, run_dir)
+
+
+@pytest.fixture
+def pretrain():
+    """Factory: pretrain(run_dir, cache_dir, steps_per_phase=16, **train_overrides) -> summary (see _pretrain)."""
+    return _pretrain
 
 
 @pytest.fixture(scope="session")
 def eval_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A trained run dir (32 steps, two phases; checkpoints at steps 16 and 32) shared by the eval tests."""
     root = tmp_path_factory.mktemp("eval-run")
-    train_run(root / "run", root / "cache")
+    _pretrain(root / "run", root / "cache")
     return root / "run"

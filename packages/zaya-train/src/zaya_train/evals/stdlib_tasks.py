@@ -33,6 +33,7 @@ from zaya_train.config import SourceConfig
 from zaya_train.data.corpus import Document, is_validation, list_documents
 
 HOLDOUT_FRACTION = 0.05  # the main job's train.data.val_fraction
+SOURCE_FILE = "SOURCE.json"
 SEED = 25
 # The main job's two sources (train/tiny-cpu.yaml): library code and the test suite.
 SOURCES = (
@@ -255,12 +256,15 @@ def build() -> dict[str, list[dict]]:
 
 
 def write(out: Path) -> dict[str, int]:
-    """Write every task file under `out` (atomically, file by file); returns the record counts."""
+    """Write every task file under `out` (atomically, file by file) and `SOURCE.json` (the interpreter the
+    files were built from, their record counts); returns the record counts."""
     out.mkdir(parents=True, exist_ok=True)
     counts = {}
     for name, records in build().items():
         write_text_atomic(out / name, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         counts[name] = len(records)
+    source = {"python": sys.version.split()[0], "holdout_fraction": HOLDOUT_FRACTION, "seed": SEED, "records": counts}
+    write_text_atomic(out / SOURCE_FILE, json.dumps(source, indent=2) + "\n")
     return counts
 
 
