@@ -38,7 +38,7 @@ def test_downstream_scores_are_recorded_plotted_and_leave_training_unchanged(tmp
 
 def test_an_unknown_task_fails_before_the_first_step(tmp_path, pretrain):
     with pytest.raises(
-        ZayaTrainError, match="unknown task.*zaya_stdlib_nextlin\\b.*zaya's own tasks: zaya, zaya_arith"
+        ZayaTrainError, match=r"unknown task.*zaya_stdlib_nextlin\b.*zaya's own tasks: zaya, zaya_arith"
     ):
         pretrain(tmp_path / "run", tmp_path / "cache", 4, **{"eval.downstream": {"tasks": ["zaya_stdlib_nextlin"]}})
     assert not (tmp_path / "run" / "metrics.jsonl").exists() or not _records(tmp_path / "run", "train")

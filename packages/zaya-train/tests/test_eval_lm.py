@@ -133,7 +133,7 @@ def test_lm_eval_finds_the_model_by_name():
 
 
 def test_bad_arguments_are_refused_by_name(eval_run, tmp_path):
-    with pytest.raises(ZayaTrainError, match="unknown argument.*bogus"):
+    with pytest.raises(ZayaTrainError, match=r"unknown argument.*bogus"):
         ZayaLM(str(eval_run), bogus=1)
     with pytest.raises(ZayaTrainError, match="batch_size 'auto' is not supported"):
         ZayaLM(str(eval_run), batch_size="auto")

@@ -54,7 +54,7 @@ def test_bpe_tokenizer_round_trips_through_its_folder(tmp_path):
 
 
 def test_folders_without_what_a_zaya_model_needs_are_refused(tmp_path):
-    with pytest.raises(ZayaTrainError, match="no tokenizer.json"):
+    with pytest.raises(ZayaTrainError, match=r"no tokenizer\.json"):
         load_tokenizer_folder(tmp_path)
     save_tokenizer_folder(ByteTokenizer(), tmp_path / "tok", EOS)
     (tmp_path / "tok" / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast"}))

@@ -55,12 +55,12 @@ def evaluate(
     from zaya_train.errors import ZayaTrainError
 
     try:
-        from zaya_train.evals.harness import expand_tasks, table, task_manager, write_eval_json
+        from zaya_train.evals.harness import expand_tasks, require_lm_eval, table, task_manager, write_eval_json
 
         names = [t.strip() for t in tasks.split(",") if t.strip()]
         if not names:
             raise ZayaTrainError("--tasks is empty; name at least one task, e.g. --tasks zaya_stdlib_nextline")
-        manager = task_manager(names, include_path)
+        require_lm_eval()
         from lm_eval import simple_evaluate
 
         from zaya_train.evals.lm import ZayaLM
@@ -74,6 +74,7 @@ def evaluate(
             precision=precision,
             seed=seed,
         )
+        manager = task_manager(names, include_path)
         results = simple_evaluate(
             model=lm,
             tasks=expand_tasks(manager, names),

@@ -56,15 +56,15 @@ def task_manager(tasks: Sequence[str], include_path: Sequence[str | Path] = ()) 
         if not Path(path).is_dir():
             raise ZayaTrainError(f"include_path {path} is not a folder of lm-eval task YAML files")
     manager = TaskManager(include_path=paths, include_defaults=False)
-    if not missing_tasks(manager, tasks):
-        return manager
-    manager = TaskManager(include_path=paths, include_defaults=True)
     missing = missing_tasks(manager, tasks)
+    if missing and not any(name.startswith("zaya") for name in missing):  # zaya_* names are ours alone
+        manager = TaskManager(include_path=paths, include_defaults=True)
+        missing = missing_tasks(manager, tasks)
     if missing:
         ours = sorted(n for n in manager.all_tasks if n.startswith("zaya"))
         raise ZayaTrainError(
             f"unknown task(s) {', '.join(missing)}; zaya's own tasks: {', '.join(ours)} "
-            "(list every task with `lm_eval ls tasks`)"
+            "(list every task with `zaya lm-eval ls tasks`)"
         )
     return manager
 

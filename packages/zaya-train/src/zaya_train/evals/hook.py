@@ -18,6 +18,7 @@ from typing import Any
 
 from zaya_train.evals.config import DownstreamConfig
 from zaya_train.evals.harness import expand_tasks, headline, require_lm_eval, scores, task_manager
+from zaya_train.metrics.writer import read_metrics
 from zaya_train.train_state import rng_state, set_rng_state
 
 log = logging.getLogger("zaya_train")
@@ -50,8 +51,11 @@ class DownstreamEvalHook:
             seed=trainer.cfg.seed,
             progress=False,
         )
-        self.last_step: int | None = None
-        self.last: dict[str, float] = {}
+        # A resumed run continues the record: the final weights are not scored twice.
+        path = trainer.metrics.path
+        done = [r for r in read_metrics(path) if r.get("kind") == "downstream"] if path.is_file() else []
+        self.last_step: int | None = done[-1]["step"] if done else None
+        self.last: dict[str, float] = {k: v for k, v in done[-1].items() if "/" in k} if done else {}
 
     def before_step(self, trainer: Any) -> None:
         """Score the untrained model once, before the first step of a fresh run."""
