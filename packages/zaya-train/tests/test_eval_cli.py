@@ -22,6 +22,7 @@ def run_copy(eval_run, tmp_path):
     return shutil.copytree(eval_run, tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_zaya_eval_prints_the_table_and_merges_eval_json(run_copy):
     first = _zaya(
         "eval", str(run_copy), "--tasks", "zaya_stdlib_nextline,zaya_arith", "--limit", "6", "--device", "cpu"
@@ -47,13 +48,23 @@ def test_zaya_eval_prints_the_table_and_merges_eval_json(run_copy):
 
 
 def test_zaya_eval_errors_are_one_line_and_name_the_problem(run_copy, tmp_path):
-    missing = _zaya("eval", str(tmp_path / "nowhere"), "--tasks", "zaya")
-    assert missing.returncode == 2 and "no such run dir or HF folder" in missing.stderr
-    typo = _zaya("eval", str(run_copy), "--tasks", "zaya_stdlib_nextlin", "--device", "cpu")
-    assert typo.returncode == 2 and "unknown task(s) zaya_stdlib_nextlin" in typo.stderr
-    assert "Traceback" not in missing.stderr + typo.stderr and not (run_copy / "eval.json").exists()
+    """In-process (typer's runner on the same app the `zaya` command mounts): the messages and exit codes."""
+    from typer.testing import CliRunner
+    from zaya_train.evals.cli import eval_app
+
+    runner = CliRunner()
+    missing = runner.invoke(eval_app, [str(tmp_path / "nowhere"), "--tasks", "zaya"])
+    typo = runner.invoke(eval_app, [str(run_copy), "--tasks", "zaya_stdlib_nextlin", "--device", "cpu"])
+    empty = runner.invoke(eval_app, [str(run_copy), "--tasks", " , "])
+    assert missing.exit_code == typo.exit_code == empty.exit_code == 2
+    assert "no such run dir or HF folder" in missing.output
+    assert "unknown task(s) zaya_stdlib_nextlin; zaya's own tasks: zaya, zaya_arith" in typo.output
+    assert "--tasks is empty" in empty.output
+    assert not any(r.exception and not isinstance(r.exception, SystemExit) for r in (missing, typo, empty))
+    assert not (run_copy / "eval.json").exists()
 
 
+@pytest.mark.slow
 def test_lm_evals_own_command_line_runs_the_zaya_model(run_copy, tmp_path):
     done = _zaya(
         "lm-eval",
