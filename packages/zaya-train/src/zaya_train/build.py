@@ -16,6 +16,7 @@ from zaya_train.checkpoint.atomic import atomic_write_text
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
+from zaya_train.data.tokenizer_files import TOKENIZER_DIR, save_tokenizer_folder
 from zaya_train.distributed import DistributedContext, init_distributed
 from zaya_train.errors import ZayaTrainError
 from zaya_train.recipe import RecipeConfig
@@ -104,7 +105,7 @@ def create_trainer(
             f"{model_cfg.vocab_size}; raise model.vocab_size or use a smaller tokenizer"
         )
     check_data(recipe, data, train.eval.sequences)
-    return Trainer(
+    trainer = Trainer(
         model,
         train,
         recipe,
@@ -118,6 +119,11 @@ def create_trainer(
         tensorboard=logging_cfg.tensorboard if logging_cfg else False,
         progress=progress,
     )
+    if train.eval.downstream.tasks:  # lm-eval tasks during training (the `eval` extra)
+        from zaya_train.evals.hook import DownstreamEvalHook
+
+        trainer.hooks.append(DownstreamEvalHook(trainer, train.eval.downstream))
+    return trainer
 
 
 def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None = None) -> Trainer:
@@ -163,6 +169,9 @@ def run_pretraining(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     try:
         if trainer.ctx.is_rank0:
             atomic_write_text(Path(run_dir) / "config.yaml", resolved_config_yaml(cfg))
+            save_tokenizer_folder(
+                trainer.data.tokenizer, Path(run_dir) / TOKENIZER_DIR, trainer.cfg.data.tokenizer.eos_token
+            )
         summary = trainer.run()
         if trainer.ctx.is_rank0:
             atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
