@@ -52,6 +52,15 @@ class ZayaCache:
         self.max_len = max_len
         self.length = 0
 
+    @classmethod
+    def from_buffers(cls, keys: list[torch.Tensor], values: list[torch.Tensor]) -> ZayaCache:
+        """An empty cache that writes into given per-layer K/V buffers [B, K, max_len, d] (no allocation):
+        a `ZayaStaticCache`'s prompt pass runs the ordinary forward through it."""
+        cache = cls.__new__(cls)
+        cache.layers = [ZayaLayerCache(k, v) for k, v in zip(keys, values, strict=True)]
+        cache.batch_size, cache.max_len, cache.length = keys[0].shape[0], keys[0].shape[2], 0
+        return cache
+
     def check_room(self, new_tokens: int, batch_size: int) -> None:
         """Fail clearly before a step that would not fit."""
         if batch_size != self.batch_size:
