@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from zaya_model.cache import ZayaCache
+from zaya_model.cache import ZayaCache, check_cache_size
 from zaya_model.config import ZayaConfig
-from zaya_model.errors import ZayaModelError
 
 
 class ZayaStaticCache:
@@ -28,13 +27,7 @@ class ZayaStaticCache:
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        if max_len > config.max_position_embeddings:
-            raise ZayaModelError(
-                f"cache max_len {max_len} exceeds max_position_embeddings {config.max_position_embeddings}; "
-                "shorten the request or raise model.max_positions"
-            )
-        if batch_size <= 0 or max_len <= 0:
-            raise ZayaModelError(f"static cache needs batch_size and max_len > 0, got {batch_size} and {max_len}")
+        check_cache_size(config, batch_size, max_len)
         B, K, S, d = batch_size, config.num_key_value_heads, max_len, config.head_dim
 
         def zeros(*shape: int, dtype: torch.dtype = dtype) -> torch.Tensor:
