@@ -203,3 +203,17 @@ def test_cuda_graph_sampling_is_seeded(small_config, randomized_model):
 
     assert torch.equal(sample(1), sample(1))
     assert not torch.equal(sample(1), sample(2))
+
+
+def test_the_forward_path_for_sharded_models_generates_the_same_tokens(model):
+    """FSDP-sharded models decode through the ordinary forward (module hooks fire): same tokens, same EOS rule."""
+    from zaya_model.generation import _generate_through_forward
+
+    ids, mask = _prompts(model, seed=5)
+    free = model.generate(ids, 6, attention_mask=mask)
+    assert torch.equal(_generate_through_forward(model, ids, 6, 0.0, 1.0, mask, None, None), free)
+    eos = int(free[0, 6])
+    assert torch.equal(
+        _generate_through_forward(model, ids, 6, 0.0, 1.0, mask, eos, None),
+        model.generate(ids, 6, attention_mask=mask, eos_token_id=eos),
+    )

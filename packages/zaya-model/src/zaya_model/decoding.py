@@ -185,7 +185,7 @@ class ZayaDecoder:
                         "this torch cannot replay a custom generator in a CUDA graph; pass generator=None"
                     )
                 graph.register_generator_state(self.generator)
-            with torch.cuda.graph(graph):
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # other threads may use CUDA
                 self._graph_logits = self._step()  # lives in the graph's pool, refilled by each replay
         self.graph = graph
         self.cache.reset()

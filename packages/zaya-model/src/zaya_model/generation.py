@@ -1,6 +1,10 @@
 """`ZayaForCausalLM.generate`: a `ZayaDecoder` made for the request (static cache, device sampling, a CUDA
 graph on CUDA), one prompt pass, then one-token steps.
 
+A model whose parameters are sharded (FSDP2: every rank holds a slice and the module hooks gather them
+around each call) cannot run the decoder's direct per-layer step, which bypasses those hooks; it decodes
+through the ordinary forward with the dynamic `ZayaCache` instead, one call per token, all ranks together.
+
 Left padding works because CCA zeroes padding inputs (an all-zero input is exactly what the causal convs
 and the delayed value see before the first token) and positions count real tokens only
 (cumsum(mask) - 1), so a padded prompt continues exactly as the same prompt alone.
@@ -14,6 +18,7 @@ import torch
 
 from zaya_model.decoding import ZayaDecoder
 from zaya_model.errors import ZayaModelError
+from zaya_model.sampling import check_sampling, sample_tokens
 
 if TYPE_CHECKING:
     from zaya_model.model import ZayaForCausalLM
@@ -35,6 +40,11 @@ def generate_tokens(
         raise ZayaModelError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     if input_ids.ndim != 2:
         raise ZayaModelError(f"input_ids must be [batch, seq], got shape {tuple(input_ids.shape)}")
+    check_sampling(temperature, top_p)
+    if _has_sharded_parameters(model):
+        return _generate_through_forward(
+            model, input_ids, max_new_tokens, temperature, top_p, attention_mask, eos_token_id, generator
+        )
     B, T = input_ids.shape
     decoder = ZayaDecoder(
         model,
@@ -47,3 +57,54 @@ def generate_tokens(
         **decoder_options,
     )
     return decoder.generate(input_ids, max_new_tokens, attention_mask)
+
+
+def _has_sharded_parameters(model: torch.nn.Module) -> bool:
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:  # a torch without distributed support cannot shard either
+        return False
+    return any(isinstance(p, DTensor) for p in model.parameters())
+
+
+@torch.no_grad()
+def _generate_through_forward(
+    model: ZayaForCausalLM,
+    input_ids: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float,
+    attention_mask: torch.Tensor | None,
+    eos_token_id: int | None,
+    generator: torch.Generator | None,
+) -> torch.Tensor:
+    """The same tokens as the decoder, one `model(...)` call per token (module hooks fire)."""
+    B, T = input_ids.shape
+    mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.to(input_ids.dtype)
+    if mask.shape != input_ids.shape:
+        raise ZayaModelError(f"attention_mask shape {tuple(mask.shape)} differs from input_ids {(B, T)}")
+    was_training = model.training
+    model.eval()
+    try:
+        cache = model.new_cache(B, T + max_new_tokens)
+        positions = (mask.cumsum(dim=-1) - 1).clamp_min(0)
+        logits = model(input_ids, attention_mask=mask, position_ids=positions, cache=cache)[:, -1]
+        out, finished, next_pos = (
+            [input_ids],
+            torch.zeros(B, dtype=torch.bool, device=input_ids.device),
+            positions[:, -1:] + 1,
+        )
+        for step in range(max_new_tokens):
+            token = sample_tokens(logits, temperature, top_p, generator)
+            if eos_token_id is not None:
+                token = torch.where(finished, torch.full_like(token, eos_token_id), token)
+                finished |= token == eos_token_id
+            out.append(token[:, None])
+            if step == max_new_tokens - 1 or (eos_token_id is not None and bool(finished.all())):
+                break
+            mask = torch.cat((mask, torch.ones_like(mask[:, :1])), dim=1)
+            logits = model(token[:, None], attention_mask=mask, position_ids=next_pos, cache=cache)[:, -1]
+            next_pos = next_pos + 1
+        return torch.cat(out, dim=1)
+    finally:
+        model.train(was_training)
