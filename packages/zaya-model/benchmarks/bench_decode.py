@@ -115,9 +115,14 @@ def bench_layers(cfg: ZayaConfig, args: argparse.Namespace, device, dtype, copy_
     gen = torch.Generator().manual_seed(1)
     rows, errors = [], {}
     compile_opts: dict[str, Any] = {"backend": "aot_eager"} if device.type == "cpu" else {}
-    impls = {"compiled-graph": dict(compile=compile_opts or True), "graph": dict(compile=False), "eager": {}}
-    if device.type != "cuda":
-        impls.pop("graph")  # no CUDA graph on a CPU: the compiled row runs uncaptured
+    on_gpu = device.type == "cuda"  # no CUDA graph on a CPU: the compiled row runs uncaptured there
+    impls = {
+        "compiled-graph": dict(compile=compile_opts or True, cuda_graph=on_gpu),
+        "graph": dict(compile=False, cuda_graph=True),
+        "eager": {},
+    }
+    if not on_gpu:
+        impls.pop("graph")
     for batch in args.batches:
         prompt = torch.randint(1, cfg.vocab_size, (batch, args.prompt), generator=gen).to(device)
         eager = ZayaDecoder(model, batch, max_len, cuda_graph=False)

@@ -166,7 +166,7 @@ def test_cuda_graph_decode_equals_eager_decode_fp32(small_config, randomized_mod
     model = _cuda_model(small_config, randomized_model, torch.float32)
     ids, mask = (t.cuda() for t in _prompts(model, seed=8))
     eager_tokens, eager_logits = _decode(ZayaDecoder(model, 2, 40, cuda_graph=False), ids, mask, 30)
-    graph = ZayaDecoder(model, 2, 40)
+    graph = ZayaDecoder(model, 2, 40, cuda_graph=True)
     assert graph.graph is not None
     tokens, logits = _decode(graph, ids, mask, 30)
     assert torch.equal(tokens, eager_tokens)
@@ -187,7 +187,7 @@ def test_compiled_cuda_graph_decode_bf16_matches_eager_tokens(small_config, rand
     model = _cuda_model(small_config, randomized_model, torch.bfloat16)
     ids = torch.randint(1, model.config.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(9)).cuda()
     eager = ZayaDecoder(model, batch, 48, cuda_graph=False).generate(ids, 40)
-    fast = ZayaDecoder(model, batch, 48, compile=True)
+    fast = ZayaDecoder(model, batch, 48, compile=True, cuda_graph=True)
     assert torch.equal(fast.generate(ids, 40), eager)
     assert torch.equal(fast.generate(ids, 40), eager)  # replays again from a fresh prompt
 
@@ -199,7 +199,7 @@ def test_cuda_graph_sampling_is_seeded(small_config, randomized_model):
 
     def sample(seed):
         gen = torch.Generator("cuda").manual_seed(seed)
-        return ZayaDecoder(model, 2, 20, temperature=0.9, top_p=0.9, generator=gen).generate(ids, 12)
+        return ZayaDecoder(model, 2, 20, temperature=0.9, top_p=0.9, generator=gen, cuda_graph=True).generate(ids, 12)
 
     assert torch.equal(sample(1), sample(1))
     assert not torch.equal(sample(1), sample(2))

@@ -19,6 +19,7 @@ the ordinary forward, writing its keys and values straight into the static buffe
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ import torch
 from torch import nn
 
 from zaya_model.errors import ZayaModelError
-from zaya_model.experts import DECODE_GATHER_MAX_PAIRS
+from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, grouped_mm_available
 from zaya_model.layers import rope_cos_sin
 from zaya_model.sampling import check_sampling, sample_tokens
 from zaya_model.static_cache import ZayaStaticCache
@@ -91,7 +92,8 @@ class ZayaDecoder:
     temperature / top_p / eos_token_id are fixed per decoder (they are part of the recorded step).
     compile: False, True, or a dict of `torch.compile` options for the per-layer, input and head functions
     (on CUDA: inductor; `mode` must not use cudagraphs, this class records its own graph).
-    cuda_graph: record the step in a CUDA graph (None: when the model is on CUDA).
+    cuda_graph: record the step in a CUDA graph (None: when the model is on CUDA, falling back to the
+    uncaptured step with a warning if capture fails; True: required).
     generator: the sampling generator, on the model's device (None: the default one).
     """
 
@@ -121,13 +123,21 @@ class ZayaDecoder:
         self.gather_max_pairs = DECODE_GATHER_MAX_PAIRS if compile else 0
         if compile:
             self._compile({} if compile is True else dict(compile))
-        self.cuda_graph = self.device.type == "cuda" if cuda_graph is None else cuda_graph
-        if self.cuda_graph and self.device.type != "cuda":
+        grouped_mm_available(self.device, weight.dtype)  # queries the device now: traced code reads a constant
+        if cuda_graph and self.device.type != "cuda":
             raise ZayaModelError(f"cuda_graph=True needs the model on a CUDA device; it is on {self.device}")
         self.graph: torch.cuda.CUDAGraph | None = None
         self._room = 0  # positions left in the cache (host-side count: no sync)
-        if self.cuda_graph:
-            self._capture()
+        if cuda_graph or (cuda_graph is None and self.device.type == "cuda"):
+            try:
+                self._capture()
+            except Exception as err:
+                if cuda_graph:  # asked for explicitly: fail loudly
+                    raise
+                warnings.warn(
+                    f"CUDA graph capture failed ({type(err).__name__}: {err}); decoding step by step", stacklevel=2
+                )
+                self.cache.reset()
 
     @property
     def batch_size(self) -> int:
