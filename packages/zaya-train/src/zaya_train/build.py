@@ -126,6 +126,14 @@ def create_trainer(
     return trainer
 
 
+def data_cache_dir(cfg: DictConfig, train: TrainConfig) -> Path:
+    """Where the run's shards and trained tokenizers are cached: `train.data.cache_dir`, else
+    `paths.cache_dir`/data, relative to `paths.root_dir`."""
+    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
+    cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
+    return _resolve(cache, root)
+
+
 def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None = None) -> Trainer:
     """Everything the run needs, checked: the config groups `model`, `train`, `recipe`, `hardware`, `logging`."""
     from zaya_config import validate_config
@@ -135,14 +143,12 @@ def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None
         if key not in objects:
             raise ZayaTrainError(f"config has no `{key}` group; compose one (e.g. {key}=...) in the defaults list")
     train = objects["train"]
-    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
-    cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
     return create_trainer(
         objects["model"],
         train,
         objects["recipe"],
         run_dir,
-        cache_dir=_resolve(cache, root),
+        cache_dir=data_cache_dir(cfg, train),
         hardware=objects.get("hardware"),
         logging_cfg=objects.get("logging"),
         ctx=ctx,
