@@ -13,8 +13,8 @@ import sys
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from typing import Any
 
-import click
 import typer
 from rich.console import Console
 from typer.core import TyperGroup
@@ -66,10 +66,10 @@ def static_help(ep: EntryPoint) -> str:
 class LazyGroup(TyperGroup):
     """The root group: `run` is built in; every other group is loaded from its entry point on first use."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(cli_entry_points()))
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+    def get_command(self, ctx: typer.Context, name: str) -> Any:
         command = super().get_command(ctx, name)
         if command is not None or name not in cli_entry_points():
             return command
@@ -86,7 +86,7 @@ class LazyGroup(TyperGroup):
         command.help = f"{sub.info.help or ''} (from {_package(ep)})".strip()
         return command
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: typer.Context, formatter: Any) -> None:
         rows = [(name, cmd.get_short_help_str(120)) for name, cmd in self.commands.items() if not cmd.hidden]
         rows += [(name, static_help(ep)) for name, ep in cli_entry_points().items() if name not in self.commands]
         if rows:
