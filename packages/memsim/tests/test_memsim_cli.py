@@ -58,3 +58,28 @@ def test_bad_trace_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "bad.trace:2: malformed trace line '0x80 READ soon'" in result.output.replace("\n", "")
     assert not (tmp_path / "o").exists()
+
+
+def test_config_notes_keep_their_brackets_and_strict_refuses(tmp_path: Path) -> None:
+    ini = _memsim("ini", "ddr4_8gb_x8_3200")
+    assert ini.exit_code == 0 and "[timing]" in ini.output
+    cfg = tmp_path / "part.ini"
+    cfg.write_text(ini.output.replace("row_buf_policy = OPEN_PAGE", "row_buf_policy = CLOSE_PAGEE").replace(
+        "tREFI = ", "REFI = "))  # fmt: skip
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x40 READ 0\n0x1000 WRITE 3\n")
+    result = _memsim("run", str(cfg), str(trace), "-c", "2000", "-o", str(tmp_path / "o"), "--no-plots")
+    text = result.output.replace("\n", "")
+    assert result.exit_code == 0, result.output
+    assert "config: part.ini:" in text and "[system] row_buf_policy = 'CLOSE_PAGEE' is not one of OPEN_PAGE" in text
+    assert "[timing] not set, DRAMSim3's defaults used: tREFI = 7800" in text  # bracketed text survives rich
+    strict = _memsim("run", str(cfg), str(trace), "-c", "2000", "-o", str(tmp_path / "s"), "--strict")
+    assert strict.exit_code == 2 and not (tmp_path / "s").exists()
+    assert "error: config part.ini has 2 problem(s) (strict): part.ini:" in strict.output.replace("\n", "")
+    assert "[timing] REFI is not a key DRAMSim3 reads (did you mean tREFI?)" in strict.output.replace("\n", "")
+
+
+def test_keys_lists_what_is_allowed() -> None:
+    result = _memsim("keys", "system")
+    assert result.exit_code == 0 and "[system]" in result.output
+    assert "row_buf_policy" in result.output and "CLOSE_PAGE" in result.output

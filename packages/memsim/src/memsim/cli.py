@@ -1,12 +1,16 @@
-"""`zaya memsim ...`: run a trace, list the shipped standards, audit the protocol.
+"""`zaya memsim ...`: run a trace, list the shipped standards and the config keys, audit the protocol.
 
-Light at import: numpy and the simulator load inside the commands.
+Light at import: numpy and the simulator load inside the commands. Messages are printed with rich markup
+escaped, so bracketed text ("missing from [timing]") reads as written.
 """
 
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(help="memsim: cycle-accurate DRAM simulation with DRAMSim3-compatible stats.", no_args_is_help=True)
@@ -17,8 +21,30 @@ def _console() -> Console:
 
 
 def _fail(err: Exception) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {err}", markup=True, highlight=False, soft_wrap=True)
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
+
+
+@contextmanager
+def _config_notices():
+    """Print what reading a config noticed (defaults, ignored keys, problems) as notes on stderr."""
+    from memsim.config_report import MemsimConfigWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MemsimConfigWarning)
+        try:
+            yield
+        finally:
+            err = Console(stderr=True)
+            for w in caught:
+                if issubclass(w.category, MemsimConfigWarning):
+                    err.print(f"[yellow]config:[/] {escape(str(w.message))}", highlight=False, soft_wrap=True)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+STRICT = typer.Option(False, "--strict", help="Unknown keys and misspelt values in the config are errors")
+MODE = typer.Option(None, "--mode", help="dramsim3 (default for .ini files) or jedec (default for presets)")
 
 
 @app.command("run")
@@ -28,6 +54,8 @@ def run(
     cycles: int = typer.Option(100_000, "--cycles", "-c", help="Cycles to simulate (DRAMSim3's -c)"),
     out: Path = typer.Option(Path("memsim_out"), "--out", "-o", help="Output folder for stats.json"),
     plots: bool = typer.Option(True, help="Also write read_latency.png"),
+    strict: bool = STRICT,
+    mode: str | None = MODE,
 ) -> None:
     """Simulate TRACE on CONFIG for N cycles; write OUT/stats.json with DRAMSim3's stat names."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,7 +68,8 @@ def run(
     if cycles <= 0:
         _fail(ValueError(f"--cycles {cycles}: give a positive number of cycles"))
     try:
-        system = MemorySystem(config, functional=False)
+        with _config_notices():
+            system = MemorySystem(config, functional=False, mode=mode, strict=strict)
         frontend = TraceFrontend(system, read_trace(trace))
     except MemsimError as err:
         _fail(err)
@@ -75,6 +104,40 @@ def configs() -> None:
     _console().print(table)
 
 
+@app.command("ini")
+def ini(preset: str = typer.Argument(..., help="Preset name (see `zaya memsim configs`)")) -> None:
+    """Print a preset as a DRAMSim3 .ini file (to run it in DRAMSim3, or to edit and run it here)."""
+    from memsim.errors import MemsimError
+    from memsim.ini_file import format_ini
+    from memsim.presets import preset_sections
+
+    try:
+        typer.echo(format_ini(preset_sections(preset)), nl=False)
+    except MemsimError as err:
+        _fail(err)
+
+
+@app.command("keys")
+def keys(section: str | None = typer.Argument(None, help="Only this section, e.g. system")) -> None:
+    """Every config key memsim reads, with DRAMSim3's default and what is allowed."""
+    from memsim.config_keys import KEYS, NOT_MODELLED
+
+    sections = [section] if section else list(KEYS)
+    for name in sections:
+        if name not in KEYS:
+            _fail(ValueError(f"no section [{name}]; sections: {', '.join(KEYS)}"))
+        table = Table(title=escape(f"[{name}]"), title_justify="left")
+        for header in ("key", "type", "default", "allowed", "meaning"):
+            table.add_column(header)
+        for key in KEYS[name].values():
+            allowed = ", ".join(key.choices) if key.choices else ""
+            table.add_row(key.name, key.kind, escape(str(key.default)), allowed,
+                          escape(key.doc + (" (memsim only)" if key.memsim_only else "")))  # fmt: skip
+        for key, why in NOT_MODELLED.get(name, {}).items():
+            table.add_row(key, "", "", "", escape(f"accepted, not modelled: {why}"))
+        _console().print(table)
+
+
 @app.command("check")
 def check(
     config: str = typer.Argument("ddr4_8gb_x8_3200", help="DRAMSim3 .ini file or preset name"),
@@ -82,6 +145,8 @@ def check(
     cycles: int = typer.Option(50_000, "--cycles", "-c", help="Cycles to simulate"),
     requests: int = typer.Option(5_000, help="Random requests when no trace is given"),
     seed: int = typer.Option(0, help="Seed of the random traffic"),
+    strict: bool = STRICT,
+    mode: str | None = MODE,
 ) -> None:
     """Run the independent protocol checker over every command issued; exit 1 on any violation."""
     from memsim.checker import check_commands
@@ -91,7 +156,8 @@ def check(
     from memsim.trace import TraceFrontend, read_trace
 
     try:
-        system = MemorySystem(config, functional=False)
+        with _config_notices():
+            system = MemorySystem(config, functional=False, mode=mode, strict=strict)
         tr = read_trace(trace) if trace else random_trace(system.spec, requests, seed=seed)
     except MemsimError as err:
         _fail(err)
@@ -100,7 +166,7 @@ def check(
     violations = check_commands(system.spec, commands, cycles)
     console = _console()
     for v in violations[:20]:
-        console.print(f"[red]violation[/] {v}", highlight=False)
+        console.print(f"[red]violation[/] {escape(str(v))}", highlight=False)
     console.print(f"{len(commands):,} commands checked against {system.spec.name}: {len(violations)} violations")
     if violations:
         raise typer.Exit(code=1)

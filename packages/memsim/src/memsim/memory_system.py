@@ -26,8 +26,11 @@ from memsim.transaction import Transaction
 class MemorySystem:
     """Channels, their shared address mapping and (optionally) the functional backing store."""
 
-    def __init__(self, spec: DramSpec | str | Path, functional: bool = True) -> None:
-        self.spec = spec if isinstance(spec, DramSpec) else load_spec(spec)
+    def __init__(self, spec: DramSpec | str | Path, functional: bool = True, mode: str | None = None,
+                 strict: bool = False) -> None:  # fmt: skip
+        """`spec`: a DramSpec, a DRAMSim3 .ini path or a preset name; `mode` ("dramsim3" / "jedec") overrides
+        the config's (see `load_spec`); `strict` makes config problems errors."""
+        self.spec = load_spec(spec, mode=mode, strict=strict)
         self.mapping = build_address_mapping(self.spec)
         self.constraints = build_constraints(self.spec)
         windows = build_windows(self.spec)
