@@ -19,6 +19,7 @@ from memsim.channel_state import ChannelState
 from memsim.command_queue import CommandQueues
 from memsim.commands import COLUMN_CMDS, N_CMD, READS, WRITES, Cmd
 from memsim.refresh import RefreshSchedule
+from memsim.row_closer import IdleRowCloser
 from memsim.scheduling import ROW_POLICIES, QueuedCommand
 from memsim.spec import DramSpec
 from memsim.transaction import Transaction
@@ -44,7 +45,11 @@ class ChannelController:
         self.unified = spec.unified_queue
         self.read_queue: list[Transaction] = []
         self.write_buffer: list[Transaction] = []
+        self.jedec = spec.mode == "jedec"
+        self.row_closer = IdleRowCloser(state, self.cmdq) if self.jedec and spec.aggressive_precharging else None
         self.capacity = spec.trans_queue_size
+        # DRAMSim3 sizes the write buffer by trans_queue_size and never reads write_buf_size; jedec mode honours it
+        self.write_capacity = spec.write_buf_size if self.jedec and spec.write_buf_size else self.capacity
         self.pending_reads: dict[int, list[Transaction]] = {}
         self.pending_writes: dict[int, Transaction] = {}
         self.pending_write_data: dict[int, bytes | None] = {}
@@ -79,8 +84,9 @@ class ChannelController:
         """Room in the transaction queue this request would enter."""
         if self.unified:
             return len(self.read_queue) < self.capacity
-        queue = self.write_buffer if is_write else self.read_queue
-        return len(queue) < self.capacity
+        if is_write:
+            return len(self.write_buffer) < self.write_capacity
+        return len(self.read_queue) < self.capacity
 
     def add(self, trans: Transaction, clk: int) -> None:
         """Accept a transaction that the tick at `clk` will see first (DRAMSim3's AddTransaction)."""
@@ -130,6 +136,11 @@ class ChannelController:
             if found is not None:
                 issued = found[0]
                 self._issue(found[0], found[1], clk)
+        if issued is None and self.row_closer is not None:
+            idle = self.row_closer.candidate(clk)
+            if idle is not None:
+                self._log_and_apply(PRE, idle[0], idle[1], -1, -1, clk, False)
+                issued = PRE
         if issued is not None:
             if self.dual_issue:
                 self._second_command(issued, clk)
@@ -222,9 +233,9 @@ class ChannelController:
             moved = self._move_first(self.read_queue)
         elif self.write_draining > 0:
             moved = self._move_first(self.write_buffer)
-            if not moved and self.write_draining == 0 and self._drain_due():
+            if not moved and self.write_draining == 0 and self.jedec and self._drain_due():
                 # The write that fits waits for an older read still in the read queue. DRAMSim3 restarts the
-                # drain every cycle and livelocks here; memsim lets that cycle move a read instead.
+                # drain every cycle and livelocks here (dramsim3 mode does too); jedec mode moves a read instead.
                 moved = self._move_first(self.read_queue)
         else:
             moved = self._move_first(self.read_queue)
@@ -237,7 +248,7 @@ class ChannelController:
         n = len(self.write_buffer)
         if self.flushing and n:
             return True
-        return n >= self.capacity or (n > self.spec.write_drain_threshold and self.cmdq.count == 0)
+        return n >= self.write_capacity or (n > self.spec.write_drain_threshold and self.cmdq.count == 0)
 
     def _move_first(self, queue: list[Transaction]) -> bool:
         """Move the oldest transaction whose command queue has room; a write blocked by a read stops the drain."""
@@ -277,4 +288,6 @@ class ChannelController:
             best = min(best, at)
         if self.cmdq.count:
             best = min(best, self.cmdq.ready_at())
+        if self.row_closer is not None:
+            best = min(best, self.row_closer.ready_at())
         return max(best, clk + 1)

@@ -1,4 +1,5 @@
-"""Seeded random traffic for fuzzing the controller and the checker (numpy, vectorised)."""
+"""Seeded synthetic traffic (numpy, vectorised): random traffic with a hot set for fuzzing the controller and
+the checker, and streaming traffic; both are also the traces of memsim's own DRAMSim3 comparison runs."""
 
 import numpy as np
 
@@ -16,3 +17,12 @@ def random_trace(spec: DramSpec, n: int, seed: int = 0, write_fraction: float = 
     line = np.where(rng.random(n) < locality, hot, cold)
     gaps = rng.integers(0, max_gap + 1, size=n, dtype=np.int64)
     return Trace(line * spec.request_size_bytes, rng.random(n) < write_fraction, np.cumsum(gaps), True, "<random>")
+
+
+def stream_trace(spec: DramSpec, n: int, seed: int = 0, write_fraction: float = 0.3, max_gap: int = 2) -> Trace:
+    """n requests to consecutive lines from a random start (wrapping at the capacity), reads and writes mixed."""
+    rng = np.random.default_rng(seed)
+    lines = spec.capacity_bytes // spec.request_size_bytes
+    line = (rng.integers(0, lines) + np.arange(n, dtype=np.int64)) % lines
+    gaps = rng.integers(0, max_gap + 1, size=n, dtype=np.int64)
+    return Trace(line * spec.request_size_bytes, rng.random(n) < write_fraction, np.cumsum(gaps), True, "<stream>")

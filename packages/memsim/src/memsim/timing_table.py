@@ -97,12 +97,20 @@ def build_constraints(spec: DramSpec) -> list[TimingConstraint]:
         ("same_bank", PRE, (ACT, REF, REFB, SRE), (t("tRP"), "tRP")),
         # refresh and self refresh
         ("same_rank", REF, (ACT, REF, SRE), (t("tRFC"), "tRFC")),
-        ("same_bank", REFB, (ACT, REFB), (t("tRFCb"), "tRFCb")),
-        ("same_bankgroup", REFB, (ACT, REFB), (t("tRRD_S"), "tRRD_S")),
-        ("other_bankgroup", REFB, (ACT, REFB), (t("tRRD_S"), "tRRD_S")),
         ("same_rank", SRE, (SRX,), (t("tCKESR"), "tCKESR")),
         ("same_rank", SRX, (ACT, REF, REFB, SRE), (t("tXS"), "tXS")),
     ]  # fmt: skip
+    if spec.mode == "dramsim3":
+        # DRAMSim3 applies REFRESH_BANK's other-bank lists (ACT after tRFC, REFB after tREFI) and nothing to the
+        # refreshed bank itself (its same-rank list, tRFCb, is never applied): reproduced, not JEDEC
+        rows += [("same_bankgroup", REFB, (ACT,), (t("tRFC"), "tRFC (DRAMSim3)")),
+                 ("same_bankgroup", REFB, (REFB,), (t("tREFI"), "tREFI (DRAMSim3)")),
+                 ("other_bankgroup", REFB, (ACT,), (t("tRFC"), "tRFC (DRAMSim3)")),
+                 ("other_bankgroup", REFB, (REFB,), (t("tREFI"), "tREFI (DRAMSim3)"))]  # fmt: skip
+    else:
+        rows += [("same_bank", REFB, (ACT, REFB), (t("tRFCb"), "tRFCb")),
+                 ("same_bankgroup", REFB, (ACT, REFB), (t("tRRD_S"), "tRRD_S")),
+                 ("other_bankgroup", REFB, (ACT, REFB), (t("tRRD_S"), "tRRD_S"))]  # fmt: skip
     if spec.is_gddr or spec.protocol.startswith("LPDDR4"):
         rows += [("same_bankgroup", PRE, (PRE,), (t("tPPD"), "tPPD")),
                  ("other_bankgroup", PRE, (PRE,), (t("tPPD"), "tPPD"))]  # fmt: skip

@@ -86,6 +86,13 @@ def _parse_lines(text: str, source: str) -> Trace:
                  text.endswith("\n"), source)  # fmt: skip
 
 
+def format_trace(trace: Trace) -> str:
+    """A trace as DRAMSim3 trace text (`0xADDR READ|WRITE CYCLE` lines, newline-terminated)."""
+    ops = np.where(trace.is_write, "WRITE", "READ")
+    return "".join(f"{a:#x} {o} {c}\n" for a, o, c in zip(trace.addrs.tolist(), ops.tolist(), trace.cycles.tolist(),
+                                                             strict=True))  # fmt: skip
+
+
 def read_trace(path: str | Path) -> Trace:
     path = Path(path)
     if not path.is_file():
@@ -146,7 +153,7 @@ class TraceFrontend:
 
     def _use_compiled(self, engine: str) -> bool:
         from memsim.compiled import available
-        from memsim.compiled.bridge import is_fresh
+        from memsim.compiled.bridge import is_fresh, unsupported
 
         if engine == "auto":
             engine = os.environ.get("MEMSIM_ENGINE", "auto")
@@ -154,13 +161,15 @@ class TraceFrontend:
             raise MemsimError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
         if engine == "python":
             return False
-        usable = available() and is_fresh(self)
+        missing = unsupported(self.system.spec)
+        usable = available() and is_fresh(self) and missing is None
         if engine == "compiled" and not usable:
-            why = (
-                "numba is not installed (pip install 'memsim[fast]')"
-                if not available()
-                else "the system has already simulated or queued something (the compiled engine starts fresh)"
-            )
+            if not available():
+                why = "numba is not installed (pip install 'memsim[fast]')"
+            elif missing is not None:
+                why = f"it does not model {missing}"
+            else:
+                why = "the system has already simulated or queued something (the compiled engine starts fresh)"
             raise MemsimError(f"engine 'compiled' cannot run: {why}; use engine='python'")
         return usable
 

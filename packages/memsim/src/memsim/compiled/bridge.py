@@ -49,6 +49,13 @@ def is_fresh(frontend) -> bool:
     return True
 
 
+def unsupported(spec) -> str | None:
+    """What of this spec the compiled engine does not model (its runs then use the Python engine), or None."""
+    if spec.mode == "jedec" and spec.aggressive_precharging:
+        return "aggressive precharging (jedec mode)"
+    return None
+
+
 def _offsets_csr(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     flat = offsets.reshape(offsets.shape[0] * offsets.shape[1], -1)
     mask = flat != NO_CONSTRAINT
@@ -88,7 +95,8 @@ def _config(system, layout: L.ChannelLayout) -> np.ndarray:
         L.K_WRITE_DELAY: c0.write_delay, L.K_DRAIN: spec.write_drain_threshold,
         L.K_REF_POLICY: REF_POLICIES[c0.refresh.policy], L.K_REF_INTERVAL: c0.refresh.interval,
         L.K_BG: spec.bankgroups, L.K_BPG: spec.banks_per_group, L.K_NCH: spec.channels,
-        L.K_NW: layout.n_windows, L.K_WCAP: layout.window_cap,
+        L.K_NW: layout.n_windows, L.K_WCAP: layout.window_cap, L.K_JEDEC: c0.jedec, L.K_WBCAP: c0.write_capacity,
+        L.K_ALL_RANKS: c0.refresh.all_ranks,
     }  # fmt: skip
     offsets, _ = layout.offsets()
     values.update(offsets)
@@ -108,7 +116,7 @@ def build_arrays(frontend) -> EngineArrays:
     nch, ranks = spec.channels, spec.ranks
     windows = c0.state.windows
     layout = L.ChannelLayout(c0.state.n_banks, ranks, c0.cmdq.n_queues, c0.cmdq.capacity, c0.capacity,
-                             len(windows), max([1] + [count for count, _ in windows]))  # fmt: skip
+                             c0.write_capacity, len(windows), max([1] + [count for count, _ in windows]))  # fmt: skip
     K = _config(system, layout)
     _, row_len = layout.offsets()
     CH = np.zeros((nch, row_len), dtype=np.int64)
@@ -214,15 +222,9 @@ def export(frontend, a: EngineArrays, distinct: np.ndarray) -> None:
         ctrl.write_draining, ctrl.next_wake = s[L.S_WRITE_DRAINING], s[L.S_NEXT_WAKE]
         ctrl.last_arrival, ctrl.power_dirty = s[L.S_LAST_ARRIVAL], bool(s[L.S_POWER_DIRTY])
         rs = ctrl.refresh
-        rs.next_due, rs._rank, rs._bankgroup, rs._bank = (
-            s[L.S_NEXT_DUE],
-            s[L.S_REF_RANK],
-            s[L.S_REF_BG],
-            s[L.S_REF_BANK],
-        )
-        rfq = view(L.O_RFQ)
-        ctrl.refresh_queue = [(Cmd(k), r, b) for k, r, b in
-                              (rfq[(s[L.S_RFQ_HEAD] + i) % L.RFQ_CAP].tolist() for i in range(s[L.S_RFQ_LEN]))]  # fmt: skip
+        head, pending = s[L.S_RFQ_HEAD], s[L.S_RFQ_LEN]
+        rs.next_due, rs.pushed = s[L.S_NEXT_DUE], head + pending
+        ctrl.refresh_queue = [rs.entry(head + i) for i in range(pending)]
         ctrl.read_queue = [transaction(t) for t in view(L.O_RQ)[: s[L.S_RQ_LEN]].tolist()]
         ctrl.write_buffer = [transaction(t) for t in view(L.O_WB)[: s[L.S_WB_LEN]].tolist()]
         cmdq = ctrl.cmdq
