@@ -186,7 +186,7 @@ class ChannelController:
     def _issue(self, req: int, qc: QueuedCommand, clk: int) -> None:
         addr = qc.addr
         if req in READS:
-            data = self.store.read(addr) if self.store is not None else None
+            data = self.store.read(self.mapping.wrap(addr)) if self.store is not None else None
             for trans in self.pending_reads.pop(addr):
                 trans.data = data
                 self._complete(trans, clk + self.read_delay)
@@ -194,7 +194,7 @@ class ChannelController:
             trans = self.pending_writes.pop(addr)
             data = self.pending_write_data.pop(addr)
             if self.store is not None and data is not None:
-                self.store.write(addr, data)
+                self.store.write(self.mapping.wrap(addr), data)
             self.write_latencies.append(clk - trans.added_cycle + self.write_delay)
         hit = req in COLUMN_CMDS and self.state.row_hits[qc.bank] != 0
         self._log_and_apply(req, qc.rank, qc.bank, qc.row, qc.column, clk, hit)

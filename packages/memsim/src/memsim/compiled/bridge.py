@@ -20,6 +20,7 @@ from memsim.compiled import layout as L
 from memsim.errors import MemsimError
 from memsim.scheduling import QueuedCommand
 from memsim.timing_table import NEVER as NO_CONSTRAINT
+from memsim.trace import address_array
 from memsim.transaction import Transaction
 
 EngineArrays = namedtuple("EngineArrays", "K CH TR AD LOGT LOGC G layout")
@@ -67,10 +68,9 @@ def _offsets_csr(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def _decode(frontend) -> tuple[np.ndarray, np.ndarray]:
     """TR rows (address id, write, cycle, channel, rank, flat bank, row, column, ...) and the distinct addresses."""
     system, spec = frontend.system, frontend.system.spec
-    addrs = np.asarray(frontend.addrs, dtype=np.int64)
-    fields = system.mapping.decode_array(addrs)
-    distinct, aid = np.unique(addrs, return_inverse=True)
-    TR = np.full((len(addrs), L.T_SIZE), -1, dtype=np.int64)
+    fields = system.mapping.decode_array(frontend.locations)
+    distinct, aid = np.unique(address_array(frontend.addrs), return_inverse=True)
+    TR = np.full((len(frontend.addrs), L.T_SIZE), -1, dtype=np.int64)
     TR[:, L.T_AID] = aid
     TR[:, L.T_WRITE] = np.asarray(frontend.writes, dtype=np.int64)
     TR[:, L.T_CYCLE] = np.asarray(frontend.cycles, dtype=np.int64)
