@@ -8,11 +8,12 @@ and T+latency. Rolling windows (tFAW, t32AW) get their own probe.
 import pytest
 from memsim import load_spec
 from memsim.channel_state import OPEN, ChannelState
-from memsim.commands import COLUMN_CMDS, N_CMD, Cmd
+from memsim.commands import COLUMN_CMDS, N_CMD, RANK_CMDS, Cmd
 from memsim.timing_table import build_constraints, build_windows, compile_offsets
 
 T = 20_000
 NEEDS_OPEN = COLUMN_CMDS | {Cmd.PRECHARGE}
+NEEDS_CLOSED = {Cmd.REFRESH, Cmd.SREF_ENTER, Cmd.PD_ENTER}
 STANDARDS = [
     "ddr4_8gb_x8_3200",
     "lpddr4_8gb_x16_2400",
@@ -35,7 +36,7 @@ def _target(spec, scope: str) -> tuple[int, int]:
 
 
 def _ready(state: ChannelState, cmd: int, rank: int, bank: int, row: int, clk: int) -> bool:
-    if cmd == Cmd.REFRESH:
+    if cmd in RANK_CMDS:
         return state.rank_ready(cmd, rank, clk) == (cmd, -1)
     if state.required(cmd, bank, row) != cmd or clk < state.earliest[bank * N_CMD + cmd]:
         return False
@@ -69,6 +70,8 @@ def test_constraint_probe(name: str, constraint) -> None:
     # bring the banks into the states both commands need, long before T
     if pre == Cmd.SREF_EXIT:
         state.issue(Cmd.SREF_ENTER, 0, -1, 0, 0)
+    if pre == Cmd.PD_EXIT:
+        state.issue(Cmd.PD_ENTER, 0, -1, 0, 0)
     if pre in NEEDS_OPEN:
         state.issue(Cmd.ACTIVATE, 0, row, 0, 0)
     if fol in NEEDS_OPEN and dst != 0:
@@ -80,6 +83,13 @@ def test_constraint_probe(name: str, constraint) -> None:
         state.issue(Cmd.PRECHARGE, 0, row, 0, T + spec.t("tRAS"))  # tRC = tRAS + tRP: the PRE in between
     if fol in NEEDS_OPEN and dst == 0 and state.state[0] != OPEN:
         pytest.skip(f"{pre.name} closes the bank, so {fol.name} cannot follow on it")
+    if fol in NEEDS_CLOSED and state.state[0] == OPEN:
+        # the rule counts from a column command to a bank that a PRE must close first: close it as early as the
+        # table allows (the probe needs that PRE's own rule to end before this one)
+        before = state.earliest[fol]
+        state.issue(Cmd.PRECHARGE, 0, row, 0, state.earliest[Cmd.PRECHARGE])
+        if state.earliest[fol] > before and state.earliest[fol] >= T + constraint.latency:
+            pytest.skip(f"the PRE before {fol.name} takes longer than {constraint.rule}")
     if fol == Cmd.REFRESH and any(s == OPEN for s in state.state[: spec.banks]):
         pytest.skip("REF needs every bank of the rank closed")
     lat = constraint.latency

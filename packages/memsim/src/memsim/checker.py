@@ -5,7 +5,9 @@ re-derived here the way a JEDEC data sheet states them, as minimum distances bet
 state rules (an ACT needs a closed bank, a column command an open bank with its row, a REF an idle
 rank), a rolling four-activate window, a data bus without overlapping bursts (and a tRTRS gap when the
 direction or the rank changes), one command per cycle (HBM: one row and one column command), and a
-refresh rate that never falls more than 8 intervals behind (JEDEC's postponement limit).
+refresh rate that never falls more than 8 intervals behind (JEDEC's postponement limit; time in self-refresh
+owes none), and the low-power states: SRE / PDE only with every bank closed, nothing but the exit while a rank
+sleeps, at least tCKESR in self-refresh and tCKE in power-down, and tXS / tXP from the exit to the next command.
 """
 
 from collections import deque
@@ -16,8 +18,10 @@ from memsim.spec import DramSpec
 
 RD, WR, RDA, WRA, ACT, PRE, REF, REFB = (Cmd.READ, Cmd.WRITE, Cmd.READ_PRECHARGE, Cmd.WRITE_PRECHARGE,
                                          Cmd.ACTIVATE, Cmd.PRECHARGE, Cmd.REFRESH, Cmd.REFRESH_BANK)  # fmt: skip
+SRE, SRX, PDE, PDX = Cmd.SREF_ENTER, Cmd.SREF_EXIT, Cmd.PD_ENTER, Cmd.PD_EXIT
 READ_KINDS, WRITE_KINDS = (RD, RDA), (WR, WRA)
-ROW_KINDS = (ACT, PRE, REF, REFB)
+ROW_KINDS = (ACT, PRE, REF, REFB, SRE, SRX, PDE, PDX)
+AWAKE, SELF_REFRESH, POWER_DOWN = "awake", "self-refresh", "power-down"
 MAX_POSTPONED_REFRESHES = 8
 NEG = -(1 << 40)
 
@@ -56,6 +60,11 @@ class _Channel:
         self.last_pre = [NEG] * spec.ranks
         self.refs = [0] * spec.ranks
         self.last_ref = [NEG] * spec.ranks
+        self.power = [AWAKE] * spec.ranks
+        self.power_since = [NEG] * spec.ranks  # cycle of the last SRE / PDE
+        self.last_srx = [NEG] * spec.ranks
+        self.last_pdx = [NEG] * spec.ranks
+        self.sref_time = [0] * spec.ranks  # cycles spent in self-refresh (they owe no refresh)
         self.bus_end, self.bus_kind, self.bus_rank = NEG, None, -1
         self.cycle_cmds: tuple[int, int, int] = (NEG, 0, 0)  # (cycle, row cmds, column cmds)
 
@@ -92,6 +101,8 @@ class ProtocolChecker:
         self.checked += 1
         spec, t, c = self.spec, self.spec.t, self.channels[ch]
         self._command_bus(cyc, ch, cmd, rank, bank, c)
+        if self._low_power(cyc, ch, cmd, rank, bank, c):
+            return
         if cmd == REF:
             self._refresh(cyc, ch, rank, c)
             return
@@ -152,6 +163,48 @@ class ProtocolChecker:
         if cmd in (RDA, WRA):
             b.open_row = -1
 
+    def _low_power(self, cyc: int, ch: int, cmd: int, rank: int, bank: int, c: _Channel) -> bool:
+        """Self-refresh and power-down rules; True when `cmd` was a low-power command (fully checked here)."""
+        t, state = self.spec.t, c.power[rank]
+        fail = lambda rule, detail: self._fail(cyc, ch, cmd, rank, bank, rule, detail)  # noqa: E731
+        if cmd in (SRX, PDX):
+            wanted, minimum, name = (
+                (SELF_REFRESH, t("tCKESR"), "tCKESR") if cmd == SRX else (POWER_DOWN, t("tCKE"), "tCKE")
+            )
+            if state != wanted:
+                fail(f"exit from {wanted}", f"the rank is {state}")
+            elif cyc - c.power_since[rank] < minimum:
+                fail(name, f"{cyc - c.power_since[rank]} < {minimum} cycles in {wanted}")
+            if cmd == SRX:
+                c.sref_time[rank] += cyc - c.power_since[rank]
+            c.power[rank] = AWAKE
+            (c.last_srx if cmd == SRX else c.last_pdx)[rank] = cyc
+            return True
+        if state != AWAKE:
+            fail(f"command to a rank in {state}", f"it needs {'SRX' if state == SELF_REFRESH else 'PDX'} first")
+        self._min_gap(cyc, ch, cmd, rank, bank, c.last_srx[rank], t("tXS"), "tXS")
+        self._min_gap(cyc, ch, cmd, rank, bank, c.last_pdx[rank], t("tXP"), "tXP")
+        if cmd not in (SRE, PDE):
+            return False
+        base = rank * self.spec.banks
+        for i in range(base, base + self.spec.banks):
+            b = c.banks[i]
+            gap = lambda since, n, rule, i=i: self._min_gap(cyc, ch, cmd, rank, i, since, n, rule)  # noqa: E731
+            if b.open_row >= 0:
+                self._fail(cyc, ch, cmd, rank, i, f"{SHORT_NAMES[Cmd(cmd)]} with a bank open", f"row {b.open_row}")
+            if cmd == SRE:  # as for a refresh: the precharges done
+                gap(b.last[PRE], t("tRP"), "tRP before SRE")
+                gap(b.last[RDA], t("AL") + t("tRTP") + t("tRP"), "RDA + tRP before SRE")
+                gap(b.last[WRA], self.wl + self.bl2 + t("tWR") + t("tRP"), "WRA before SRE")
+            else:  # JEDEC's power-down entry delays after PRE, reads and writes
+                gap(b.last[PRE], 1, "tPRPDEN")
+                gap(max(b.last[RD], b.last[RDA]), self.rl + self.bl2 + 1, "tRDPDEN")
+                gap(max(b.last[WR], b.last[WRA]), self.wl + self.bl2 + t("tWR"), "tWRPDEN")  # covered by a PRE's tWR
+        self._min_gap(cyc, ch, cmd, rank, base, c.last_ref[rank], t("tRFC"), "tRFC before low power")
+        c.power[rank] = SELF_REFRESH if cmd == SRE else POWER_DOWN
+        c.power_since[rank] = cyc
+        return True
+
     def _command_bus(self, cyc: int, ch: int, cmd: int, rank: int, bank: int, c: _Channel) -> None:
         last, rows, cols = c.cycle_cmds
         if last != cyc:
@@ -192,7 +245,8 @@ class ProtocolChecker:
         c.last_ref[rank] = cyc
 
     def _refresh_rate(self, cyc: int, ch: int, rank: int, c: _Channel) -> None:
-        owed = cyc // self.spec.t("tREFI") - MAX_POSTPONED_REFRESHES - 1
+        asleep = c.sref_time[rank] + (cyc - c.power_since[rank] if c.power[rank] == SELF_REFRESH else 0)
+        owed = (cyc - asleep) // self.spec.t("tREFI") - MAX_POSTPONED_REFRESHES - 1
         if self.spec.refresh_policy != "BANK_LEVEL_STAGGERED" and c.refs[rank] < owed:
             self._fail(cyc, ch, REF, rank, rank * self.spec.banks, "refresh rate",
                        f"{c.refs[rank]} REFs by cycle {cyc}, at least {owed} due")  # fmt: skip

@@ -14,14 +14,18 @@ class Cmd(IntEnum):
     REFRESH_BANK = 7
     SREF_ENTER = 8
     SREF_EXIT = 9
+    PD_ENTER = 10  # precharge power-down entry (CKE low with every bank closed)
+    PD_EXIT = 11
 
 
 N_CMD = len(Cmd)
 READS = frozenset((Cmd.READ, Cmd.READ_PRECHARGE))
 WRITES = frozenset((Cmd.WRITE, Cmd.WRITE_PRECHARGE))
 COLUMN_CMDS = READS | WRITES
-RANK_CMDS = frozenset((Cmd.REFRESH, Cmd.SREF_ENTER, Cmd.SREF_EXIT))
+RANK_CMDS = frozenset((Cmd.REFRESH, Cmd.SREF_ENTER, Cmd.SREF_EXIT, Cmd.PD_ENTER, Cmd.PD_EXIT))
+POWER_CMDS = frozenset((Cmd.SREF_ENTER, Cmd.SREF_EXIT, Cmd.PD_ENTER, Cmd.PD_EXIT))
 SHORT_NAMES = {
     Cmd.READ: "RD", Cmd.WRITE: "WR", Cmd.READ_PRECHARGE: "RDA", Cmd.WRITE_PRECHARGE: "WRA", Cmd.ACTIVATE: "ACT",
     Cmd.PRECHARGE: "PRE", Cmd.REFRESH: "REF", Cmd.REFRESH_BANK: "REFB", Cmd.SREF_ENTER: "SREFE", Cmd.SREF_EXIT: "SREFX",
+    Cmd.PD_ENTER: "PDE", Cmd.PD_EXIT: "PDX",
 }  # fmt: skip

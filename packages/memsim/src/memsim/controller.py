@@ -15,9 +15,10 @@ import numpy as np
 
 from memsim.address_mapping import AddressMapping
 from memsim.backing_store import BackingStore
-from memsim.channel_state import ChannelState
+from memsim.channel_state import CLOSED, OPEN, PD, SREF, ChannelState
 from memsim.command_queue import CommandQueues
-from memsim.commands import COLUMN_CMDS, N_CMD, READS, WRITES, Cmd
+from memsim.commands import COLUMN_CMDS, N_CMD, RANK_CMDS, READS, WRITES, Cmd
+from memsim.power_states import RankPowerControl
 from memsim.refresh import RefreshSchedule
 from memsim.row_closer import IdleRowCloser
 from memsim.scheduling import ROW_POLICIES, QueuedCommand
@@ -25,7 +26,9 @@ from memsim.spec import DramSpec
 from memsim.transaction import Transaction
 
 FOREVER = 1 << 62
-REF, REFB, PRE = Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.PRECHARGE
+ACTIVE, IDLE, SELF_REFRESH, POWER_DOWN = 0, 1, 2, 3  # a rank's power state in `power_runs`
+POWER_STATE_CODE = {OPEN: ACTIVE, CLOSED: IDLE, SREF: SELF_REFRESH, PD: POWER_DOWN}
+REF, REFB, PRE, PD_EXIT = Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.PRECHARGE, Cmd.PD_EXIT
 PLAIN_COLUMN = frozenset((Cmd.READ, Cmd.WRITE))  # leave every bank's open/closed state as it was
 
 
@@ -47,6 +50,8 @@ class ChannelController:
         self.write_buffer: list[Transaction] = []
         self.jedec = spec.mode == "jedec"
         self.row_closer = IdleRowCloser(state, self.cmdq) if self.jedec and spec.aggressive_precharging else None
+        low_power = spec.enable_self_refresh or spec.enable_power_down
+        self.power = RankPowerControl(spec, state, self.cmdq) if low_power else None
         self.capacity = spec.trans_queue_size
         # DRAMSim3 sizes the write buffer by trans_queue_size and never reads write_buf_size; jedec mode honours it
         self.write_capacity = spec.write_buf_size if self.jedec and spec.write_buf_size else self.capacity
@@ -65,7 +70,8 @@ class ChannelController:
         self.interarrivals: list[int] = []
         self.write_latencies: list[int] = []
         self.dual_issue_cycles: list[int] = []
-        self.power_runs: list[tuple[int, tuple[bool, ...]]] = [(0, (True,) * spec.ranks)]
+        # (cycle, per-rank power state from then on: ACTIVE, IDLE (all banks closed), SELF_REFRESH, POWER_DOWN)
+        self.power_runs: list[tuple[int, tuple[int, ...]]] = [(0, (IDLE,) * spec.ranks)]
         self.on_complete: Callable[[Transaction], None] | None = None
         self.dual_issue = spec.dual_command_issue
         self.power_dirty = False  # a command opened or closed a bank since the last power note
@@ -127,7 +133,8 @@ class ChannelController:
     def tick(self, clk: int) -> None:
         """Simulate cycle `clk`, then set `next_wake`."""
         if clk >= self.refresh.next_due:
-            self.refresh_queue.extend(self.refresh.due(clk))
+            sleeping = self.power.in_self_refresh() if self.power is not None else None
+            self.refresh_queue.extend(self.refresh.due(clk, sleeping))
         issued = None
         if self.refresh_queue:
             issued = self._refresh_step(clk)
@@ -141,6 +148,11 @@ class ChannelController:
             if idle is not None:
                 self._log_and_apply(PRE, idle[0], idle[1], -1, -1, clk, False)
                 issued = PRE
+        if issued is None and self.power is not None:
+            step = self.power.command(clk)
+            if step is not None:
+                issued = step[0]
+                self._log_and_apply(step[0], step[1], step[2], -1, -1, clk, False)
         if issued is not None:
             if self.dual_issue:
                 self._second_command(issued, clk)
@@ -149,6 +161,8 @@ class ChannelController:
         if not self.skip_idle:
             self.cmdq.dirty = True
         moved = self._schedule_transaction()
+        if self.power is not None:
+            self.power.update(clk, self.refresh_queue)
         if moved or not self.skip_idle:
             self.next_wake = clk + 1
         else:
@@ -175,9 +189,9 @@ class ChannelController:
         if ready is None:
             return None
         req, target = ready
-        if req == PRE:
-            self._log_and_apply(PRE, rank, target, -1, -1, clk, False)
-            return PRE
+        if req in (PRE, PD_EXIT):  # close the rank's rows, or wake it from power-down, first
+            self._log_and_apply(req, rank, target if req == PRE else rank * self.spec.banks, -1, -1, clk, False)
+            return req
         self.refresh_queue.pop(0)
         self.cmdq.end_refresh()
         self._log_and_apply(cmd, rank, bank, -1, -1, clk, False)
@@ -204,7 +218,7 @@ class ChannelController:
         self.state.issue(cmd, bank, row, rank, clk)
         if cmd not in PLAIN_COLUMN:
             self.power_dirty = True
-        if cmd == REF:
+        if cmd in RANK_CMDS:
             for b in range(rank * self.spec.banks, (rank + 1) * self.spec.banks):
                 self.cmdq.bank_changed(rank, b)
         else:
@@ -213,9 +227,9 @@ class ChannelController:
     def _note_power(self, clk: int) -> None:
         st = self.state
         self.power_dirty = False
-        idle = tuple(n == 0 for n in st.open_banks_in_rank)
-        if idle != self.power_runs[-1][1]:
-            self.power_runs.append((clk, idle))
+        states = tuple(POWER_STATE_CODE[st.rank_power_state(r)] for r in range(self.spec.ranks))
+        if states != self.power_runs[-1][1]:
+            self.power_runs.append((clk, states))
 
     def _schedule_transaction(self) -> bool:
         """Move at most one transaction to its command queue; True if anything changed.
@@ -290,4 +304,6 @@ class ChannelController:
             best = min(best, self.cmdq.ready_at())
         if self.row_closer is not None:
             best = min(best, self.row_closer.ready_at())
+        if self.power is not None:
+            best = min(best, self.power.next_event())
         return max(best, clk + 1)

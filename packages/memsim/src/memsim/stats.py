@@ -41,9 +41,9 @@ def _average(values: Counter) -> float:
     return sum(v * c for v, c in values.items()) / count if count else 0.0
 
 
-def _power_cycles(ctrl: ChannelController, start: int, end: int, ranks: int) -> tuple[list[int], list[int]]:
-    """(active cycles, all-bank-idle cycles) per rank within [start, end)."""
-    active, idle = [0] * ranks, [0] * ranks
+def _power_cycles(ctrl: ChannelController, start: int, end: int, ranks: int) -> list[list[int]]:
+    """Cycles per power state (ACTIVE, IDLE, SELF_REFRESH, POWER_DOWN) per rank within [start, end)."""
+    cycles = [[0] * ranks for _ in range(4)]
     runs = ctrl.power_runs
     for i, (begin, state) in enumerate(runs):
         stop = runs[i + 1][0] if i + 1 < len(runs) else end
@@ -51,11 +51,8 @@ def _power_cycles(ctrl: ChannelController, start: int, end: int, ranks: int) -> 
         if hi <= lo:
             continue
         for r in range(ranks):
-            if state[r]:
-                idle[r] += hi - lo
-            else:
-                active[r] += hi - lo
-    return active, idle
+            cycles[state[r]][r] += hi - lo
+    return cycles
 
 
 def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoch_num: int = 0) -> dict[str, Any]:
@@ -83,19 +80,27 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
     for name, values in histos.items():
         out[name] = {str(k): v for k, v in sorted(values.items())} or None
         out.update(histogram_bins(name, values))
-    active, idle = _power_cycles(ctrl, start, num_cycles, spec.ranks)
-    out["rank_active_cycles"] = {str(r): active[r] for r in range(spec.ranks)}
-    out["all_bank_idle_cycles"] = {str(r): idle[r] for r in range(spec.ranks)}
-    out["sref_cycles"] = {str(r): 0 for r in range(spec.ranks)}
+    active, idle, sref, pd = _power_cycles(ctrl, start, num_cycles, spec.ranks)
+    per_rank = lambda values, scale=1: {str(r): values[r] * scale for r in range(spec.ranks)}  # noqa: E731
+    out["rank_active_cycles"] = per_rank(active)
+    out["all_bank_idle_cycles"] = per_rank(idle)
+    out["sref_cycles"] = per_rank(sref)
     out["act_energy"] = out["num_act_cmds"] * energy.act
     out["read_energy"] = out["num_read_cmds"] * energy.read
     out["write_energy"] = out["num_write_cmds"] * energy.write
     out["ref_energy"] = out["num_ref_cmds"] * energy.ref
     out["refb_energy"] = out["num_refb_cmds"] * energy.refb
-    out["act_stb_energy"] = {str(r): active[r] * energy.act_standby for r in range(spec.ranks)}
-    out["pre_stb_energy"] = {str(r): idle[r] * energy.pre_standby for r in range(spec.ranks)}
-    out["sref_energy"] = {str(r): 0.0 for r in range(spec.ranks)}
+    out["act_stb_energy"] = per_rank(active, energy.act_standby)
+    out["pre_stb_energy"] = per_rank(idle, energy.pre_standby)
+    out["sref_energy"] = per_rank(sref, energy.self_refresh)
     background = sum(out["act_stb_energy"].values()) + sum(out["pre_stb_energy"].values())
+    background += sum(out["sref_energy"].values())
+    if spec.enable_power_down:  # memsim's own stats (DRAMSim3 has no power-down): only when it is enabled
+        out["num_pde_cmds"] = int(counts[Cmd.PD_ENTER])
+        out["num_pdx_cmds"] = int(counts[Cmd.PD_EXIT])
+        out["pd_cycles"] = per_rank(pd)
+        out["pre_pd_energy"] = per_rank(pd, energy.pre_powerdown)
+        background += sum(out["pre_pd_energy"].values())
     total = sum(out[k] for k in ("act_energy", "read_energy", "write_energy", "ref_energy", "refb_energy"))
     cycles = max(1, num_cycles - start)
     out["total_energy"] = total + background

@@ -18,8 +18,8 @@ from memsim.spec import DramSpec
 
 SCOPES = ("same_bank", "same_bankgroup", "other_bankgroup", "other_rank", "same_rank")
 RD, WR, RDA, WRA = Cmd.READ, Cmd.WRITE, Cmd.READ_PRECHARGE, Cmd.WRITE_PRECHARGE
-ACT, PRE, REF, REFB, SRE, SRX = (Cmd.ACTIVATE, Cmd.PRECHARGE, Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.SREF_ENTER,
-                                 Cmd.SREF_EXIT)  # fmt: skip
+ACT, PRE, REF, REFB, SRE, SRX, PDE, PDX = (Cmd.ACTIVATE, Cmd.PRECHARGE, Cmd.REFRESH, Cmd.REFRESH_BANK,
+                                           Cmd.SREF_ENTER, Cmd.SREF_EXIT, Cmd.PD_ENTER, Cmd.PD_EXIT)  # fmt: skip
 NEVER = -(1 << 40)  # "no constraint" offset: clk + NEVER is always in the past
 
 
@@ -96,9 +96,19 @@ def build_constraints(spec: DramSpec) -> list[TimingConstraint]:
         ("other_bankgroup", ACT, (ACT,), a2a_s), ("other_bankgroup", ACT, (REFB,), (t("tRC"), "tRC")),
         ("same_bank", PRE, (ACT, REF, REFB, SRE), (t("tRP"), "tRP")),
         # refresh and self refresh
-        ("same_rank", REF, (ACT, REF, SRE), (t("tRFC"), "tRFC")),
+        ("same_rank", REF, (ACT, REF, SRE, PDE), (t("tRFC"), "tRFC")),
         ("same_rank", SRE, (SRX,), (t("tCKESR"), "tCKESR")),
-        ("same_rank", SRX, (ACT, REF, REFB, SRE), (t("tXS"), "tXS")),
+        ("same_rank", SRX, (ACT, REF, REFB, SRE, PDE), (t("tXS"), "tXS")),
+        # precharge power-down (JEDEC DDR4 4.17): entry after the last command's data and recovery, at least tCKE
+        # in it, tXP from exit to any command; entered only with every bank closed (so after a WR the PRE's
+        # write recovery already covers tWRPDEN)
+        ("same_bank", PRE, (PDE,), (1, "tPRPDEN")),
+        ("same_bank", RD, (PDE,), (t("RL") + bc + 1, "tRDPDEN = RL + BL/2 + 1")),
+        ("same_bank", RDA, (PDE,), (t("RL") + bc + 1, "tRDPDEN = RL + BL/2 + 1")),
+        ("same_bank", WRA, (PDE,), (t("WL") + bc + t("tWR") + 1, "tWRAPDEN = WL + BL/2 + tWR + 1")),
+        ("same_bank", REFB, (PDE,), (t("tRFCb"), "tRFCb")),
+        ("same_rank", PDE, (PDX,), (t("tCKE"), "tCKE")),
+        ("same_rank", PDX, (ACT, REF, REFB, SRE, PDE), (t("tXP"), "tXP")),
     ]  # fmt: skip
     if spec.mode == "dramsim3":
         # DRAMSim3 applies REFRESH_BANK's other-bank lists (ACT after tRFC, REFB after tREFI) and nothing to the

@@ -54,6 +54,8 @@ def unsupported(spec) -> str | None:
     """What of this spec the compiled engine does not model (its runs then use the Python engine), or None."""
     if spec.mode == "jedec" and spec.aggressive_precharging:
         return "aggressive precharging (jedec mode)"
+    if spec.enable_self_refresh or spec.enable_power_down:
+        return "self-refresh or power-down"
     return None
 
 
@@ -218,7 +220,7 @@ def export(frontend, a: EngineArrays, distinct: np.ndarray) -> None:
         ctrl.interarrivals = logt[: s[L.S_IA_LEN], L.L_IA].tolist()
         ctrl.write_latencies = logt[: s[L.S_WL_LEN], L.L_WL].tolist()
         ctrl.dual_issue_cycles = logc[: s[L.S_DUAL_LEN], L.C_DUAL].tolist()
-        ctrl.power_runs = [(p[0], tuple(x == 1 for x in p[1:])) for p in logc[: s[L.S_PWR_LEN], L.C_PWR :].tolist()]
+        ctrl.power_runs = [(p[0], tuple(p[1:])) for p in logc[: s[L.S_PWR_LEN], L.C_PWR :].tolist()]
         ctrl.write_draining, ctrl.next_wake = s[L.S_WRITE_DRAINING], s[L.S_NEXT_WAKE]
         ctrl.last_arrival, ctrl.power_dirty = s[L.S_LAST_ARRIVAL], bool(s[L.S_POWER_DIRTY])
         rs = ctrl.refresh
