@@ -93,8 +93,9 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
     out["act_stb_energy"] = per_rank(active, energy.act_standby)
     out["pre_stb_energy"] = per_rank(idle, energy.pre_standby)
     out["sref_energy"] = per_rank(sref, energy.self_refresh)
-    background = sum(out["act_stb_energy"].values()) + sum(out["pre_stb_energy"].values())
-    background += sum(out["sref_energy"].values())
+    background = 0.0
+    for r in map(str, range(spec.ranks)):  # DRAMSim3's order of summation, so that the floats are identical
+        background += out["act_stb_energy"][r] + out["pre_stb_energy"][r] + out["sref_energy"][r]
     if spec.enable_power_down:  # memsim's own stats (DRAMSim3 has no power-down): only when it is enabled
         out["num_pde_cmds"] = int(counts[Cmd.PD_ENTER])
         out["num_pdx_cmds"] = int(counts[Cmd.PD_EXIT])
