@@ -13,15 +13,17 @@ from memsim.timing_table import build_constraints, build_windows, compile_offset
 
 T = 20_000
 NEEDS_OPEN = COLUMN_CMDS | {Cmd.PRECHARGE}
-NEEDS_CLOSED = {Cmd.REFRESH, Cmd.SREF_ENTER, Cmd.PD_ENTER}
+NEEDS_CLOSED = {Cmd.REFRESH, Cmd.SREF_ENTER, Cmd.PD_ENTER, Cmd.REFRESH_SAME_BANK, Cmd.RFM}
 STANDARDS = [
     "ddr4_8gb_x8_3200",
     "lpddr4_8gb_x16_2400",
     "gddr6_8gb_x16",
     "hbm2_8gb_x128",
-    "ddr5_16gb_x8_4800",
-    "ddr4_8gb_x8_3200@dramsim3",
-]  # preset@mode: DRAMSim3's per-bank refresh timing differs from jedec's
+    "ddr5_16gb_x8_4800",  # with DDR5's same-bank refresh and RFM rules
+    "lpddr5_8gb_x16_6400",  # per-bank refresh with tpbR2pbR / tpbr2act
+    "hbm3_16gb_pc",  # per-bank refresh with tRREFD
+    "ddr4_8gb_x8_3200@dramsim3",  # preset@mode: DRAMSim3's per-bank refresh timing differs from jedec's
+]
 
 
 def _target(spec, scope: str) -> tuple[int, int]:
@@ -30,14 +32,16 @@ def _target(spec, scope: str) -> tuple[int, int]:
         return 0, 0
     if scope == "same_bankgroup":
         return 0, 1
-    if scope == "other_bankgroup":
-        return 0, spec.banks_per_group
+    if scope in ("other_bankgroup", "same_index"):
+        return 0, spec.banks_per_group  # bank 0 of bank group 1: the same bank index in another group
     return 1, spec.banks
 
 
 def _ready(state: ChannelState, cmd: int, rank: int, bank: int, row: int, clk: int) -> bool:
     if cmd in RANK_CMDS:
         return state.rank_ready(cmd, rank, clk) == (cmd, -1)
+    if cmd == Cmd.REFRESH_SAME_BANK:
+        return state.same_bank_ready(cmd, bank, clk) == (cmd, -1)
     if state.required(cmd, bank, row) != cmd or clk < state.earliest[bank * N_CMD + cmd]:
         return False
     return cmd != Cmd.ACTIVATE or clk >= state.window_ready_at(rank)
@@ -52,7 +56,8 @@ def _cases():
     for name in STANDARDS:
         spec = _spec(name)
         for c in build_constraints(spec):
-            if (c.scope == "other_rank" and spec.ranks < 2) or (c.scope == "other_bankgroup" and spec.bankgroups < 2):
+            no_rank, no_group = spec.ranks < 2, spec.bankgroups < 2
+            if (c.scope == "other_rank" and no_rank) or (c.scope in ("other_bankgroup", "same_index") and no_group):
                 continue
             yield pytest.param(name, c, id=f"{name}-{c.scope}-{c.preceding.name}-{c.following.name}")
 

@@ -85,6 +85,39 @@ class ChannelState:
             return min(open_pre)
         return max(e[b * N_CMD + cmd] for b in range(base, base + self.banks_per_rank))
 
+    def same_index_banks(self, bank: int) -> range:
+        """The banks a DDR5 REFsb to `bank` refreshes: its bank index in every bank group of its rank."""
+        per_group = self.spec.banks_per_group
+        first = bank // self.banks_per_rank * self.banks_per_rank + bank % per_group
+        return range(first, first + self.banks_per_rank, per_group)
+
+    def same_bank_ready(self, cmd: int, bank: int, clk: int) -> tuple[int, int] | None:
+        """`rank_ready` for a REFsb: (PRE, b) for an open bank of the set, (PD_EXIT, -1) for a rank in
+        power-down, (cmd, -1) when every bank of the set allows it, else None."""
+        e, rank = self.earliest, bank // self.banks_per_rank
+        low = self.state[rank * self.banks_per_rank]
+        if low >= SREF:
+            return (EXIT_OF[low], -1) if clk >= e[rank * self.banks_per_rank * N_CMD + EXIT_OF[low]] else None
+        all_ready = True
+        for b in self.same_index_banks(bank):
+            if self.state[b] == OPEN:
+                if clk >= e[b * N_CMD + PRE]:
+                    return PRE, b
+                all_ready = False
+            elif clk < e[b * N_CMD + cmd]:
+                all_ready = False
+        return (cmd, -1) if all_ready else None
+
+    def same_bank_ready_at(self, cmd: int, bank: int) -> int:
+        """Lower bound on the cycle `same_bank_ready` can first succeed."""
+        e, rank = self.earliest, bank // self.banks_per_rank
+        low = self.state[rank * self.banks_per_rank]
+        if low >= SREF:
+            return e[rank * self.banks_per_rank * N_CMD + EXIT_OF[low]]
+        banks = self.same_index_banks(bank)
+        open_pre = [e[b * N_CMD + PRE] for b in banks if self.state[b] == OPEN]
+        return min(open_pre) if open_pre else max(e[b * N_CMD + cmd] for b in banks)
+
     def rank_power_state(self, rank: int) -> int:
         """CLOSED / OPEN (some bank open) for an awake rank, or SREF / PD."""
         base = rank * self.banks_per_rank

@@ -20,6 +20,7 @@ class KeyContext(NamedTuple):
     refresh_policy: str
     self_refresh: bool
     power_down: bool
+    rfm: bool = False
 
 
 class Used(NamedTuple):
@@ -47,16 +48,20 @@ ALWAYS = Used(lambda ctx: True, "")
 _GROUPS = Used(lambda ctx: ctx.bankgroups > 1, "with one bank group the _S values apply, as in DRAMSim3")
 _DDR_LIKE = Used(lambda ctx: ctx.family in ("DDR", "LPDDR"), "GDDR and HBM use tRCDRD and tRCDWR")
 _GDDR_HBM = Used(lambda ctx: ctx.family in ("GDDR", "HBM"), "DDR and LPDDR use tRCD")
-_BANK_REFRESH = Used(lambda ctx: ctx.refresh_policy == "BANK_LEVEL_STAGGERED",
-                     "refresh_policy is not BANK_LEVEL_STAGGERED", report_unused=False)  # fmt: skip
+_BANK_REFRESH = Used(lambda ctx: ctx.refresh_policy in ("BANK_LEVEL_STAGGERED", "SAME_BANK"),
+                     "refresh_policy is not BANK_LEVEL_STAGGERED or SAME_BANK", report_unused=False)  # fmt: skip
 _SREF = Used(lambda ctx: ctx.self_refresh, "enable_self_refresh is off", report_unused=False)
 _PD = Used(lambda ctx: ctx.power_down, "enable_power_down is off", report_unused=False)
-_PPD = Used(lambda ctx: ctx.family == "GDDR" or ctx.protocol == "LPDDR4", "only GDDR and LPDDR4 have tPPD")
+_PPD = Used(
+    lambda ctx: ctx.family == "GDDR" or ctx.protocol in PPD_PROTOCOLS, "only GDDR, LPDDR4/5, DDR5 and HBM3 have tPPD"
+)
+_RFM = Used(lambda ctx: ctx.rfm, "RAAIMT is 0 (RFM off)", report_unused=False)
 _GDDR = Used(lambda ctx: ctx.family == "GDDR", "only GDDR has t32AW")
 
+PPD_PROTOCOLS = ("LPDDR4", "LPDDR5", "DDR5", "HBM3")  # with the GDDRs: the standards with a PRE-to-PRE delay
 QUEUE_STRUCTURES = ("PER_BANK", "PER_RANK")
 ROW_BUF_POLICIES = ("OPEN_PAGE", "CLOSE_PAGE")
-REFRESH_POLICIES = ("RANK_LEVEL_STAGGERED", "RANK_LEVEL_SIMULTANEOUS", "BANK_LEVEL_STAGGERED")
+REFRESH_POLICIES = ("RANK_LEVEL_STAGGERED", "RANK_LEVEL_SIMULTANEOUS", "BANK_LEVEL_STAGGERED", "SAME_BANK")
 SCHEDULERS = ("frfcfs", "fcfs")
 MODES = ("dramsim3", "jedec")
 
@@ -114,6 +119,30 @@ KEYS: dict[str, dict[str, Key]] = {
         Key("tRCDRD", "int", 24, "activate to read (GDDR, HBM)", _GDDR_HBM),
         Key("tRCDWR", "int", 20, "activate to write (GDDR, HBM)", _GDDR_HBM),
         Key("ideal_memory_latency", "int", 10, "latency of DRAMSim3's ideal memory (not simulated)"),
+        Key("tCCD_L_WR", "int", 0, "write to write, same bank group (DDR5, LPDDR5; 0: tCCD_L)", memsim_only=True),
+        Key(
+            "tRREFD",
+            "int",
+            0,
+            "per-bank refresh to per-bank refresh of another bank (HBM3 tRREFD, LPDDR5 "
+            "tpbR2pbR; 0: tRRD_S), jedec mode",
+            memsim_only=True,
+        ),
+        Key(
+            "tPBR2ACT",
+            "int",
+            0,
+            "per-bank refresh to activate of another bank (LPDDR5 tpbR2act; 0: tRREFD, else tRRD_S), jedec mode",
+            memsim_only=True,
+        ),
+        Key(
+            "RAAIMT",
+            "int",
+            0,
+            "DDR5 refresh management: activates of a bank that trigger an RFM (0: RFM off)",
+            memsim_only=True,
+        ),
+        Key("tRFM", "int", 0, "DDR5 RFM (all-bank) cycle (0: tRFC, as Ramulator 2)", _RFM, memsim_only=True),
     ),
     "power": _keys(
         Key("VDD", "float", 1.2, "supply voltage (V)", ALWAYS),
@@ -208,7 +237,6 @@ NOT_MODELLED: dict[str, dict[str, str]] = {
         "tWR2": "write recovery of the 2x mode", "tRTP_L": "HBM read to precharge, same group",
         "tRTP_S": "HBM read to precharge, other group", "tCKSRE": "clock hold after self-refresh entry",
         "tRFCPB": "HBM per-bank refresh cycle; memsim reads tRFCb", "tCMD": "command clocks",
-        "tRREFD": "HBM per-bank refresh to per-bank refresh",
     },
     "power": {
         "IDD1": "activate-read-precharge current", "IDD2Q": "precharge quiet standby", "IDD3P": "active power-down",

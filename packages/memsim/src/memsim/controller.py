@@ -19,7 +19,7 @@ from memsim.channel_state import CLOSED, OPEN, PD, SREF, ChannelState
 from memsim.command_queue import CommandQueues
 from memsim.commands import COLUMN_CMDS, N_CMD, RANK_CMDS, READS, WRITES, Cmd
 from memsim.power_states import RankPowerControl
-from memsim.refresh import RefreshSchedule
+from memsim.refresh import RefreshManagement, RefreshSchedule
 from memsim.row_closer import IdleRowCloser
 from memsim.scheduling import ROW_POLICIES, QueuedCommand
 from memsim.spec import DramSpec
@@ -29,6 +29,7 @@ FOREVER = 1 << 62
 ACTIVE, IDLE, SELF_REFRESH, POWER_DOWN = 0, 1, 2, 3  # a rank's power state in `power_runs`
 POWER_STATE_CODE = {OPEN: ACTIVE, CLOSED: IDLE, SREF: SELF_REFRESH, PD: POWER_DOWN}
 REF, REFB, PRE, PD_EXIT = Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.PRECHARGE, Cmd.PD_EXIT
+ACT, REFSB, RFM = Cmd.ACTIVATE, Cmd.REFRESH_SAME_BANK, Cmd.RFM
 PLAIN_COLUMN = frozenset((Cmd.READ, Cmd.WRITE))  # leave every bank's open/closed state as it was
 
 
@@ -50,6 +51,7 @@ class ChannelController:
         self.write_buffer: list[Transaction] = []
         self.jedec = spec.mode == "jedec"
         self.row_closer = IdleRowCloser(state, self.cmdq) if self.jedec and spec.aggressive_precharging else None
+        self.rfm = RefreshManagement(spec) if spec.t("RAAIMT") else None
         low_power = spec.enable_self_refresh or spec.enable_power_down
         self.power = RankPowerControl(spec, state, self.cmdq) if low_power else None
         self.capacity = spec.trans_queue_size
@@ -181,8 +183,10 @@ class ChannelController:
         cmd, rank, bank = self.refresh_queue[0]
         self.cmdq.begin_refresh(cmd, rank, bank)
         st = self.state
-        if cmd == REF:
-            ready = st.rank_ready(REF, rank, clk)
+        if cmd in (REF, RFM):
+            ready = st.rank_ready(cmd, rank, clk)
+        elif cmd == REFSB:
+            ready = st.same_bank_ready(cmd, bank, clk)
         else:
             req = st.required(REFB, bank, -1)
             ready = (req, bank) if clk >= st.earliest[bank * N_CMD + req] else None
@@ -195,6 +199,8 @@ class ChannelController:
         self.refresh_queue.pop(0)
         self.cmdq.end_refresh()
         self._log_and_apply(cmd, rank, bank, -1, -1, clk, False)
+        if cmd == RFM:
+            self.rfm.issued(rank)
         return cmd
 
     def _issue(self, req: int, qc: QueuedCommand, clk: int) -> None:
@@ -221,6 +227,11 @@ class ChannelController:
         if cmd in RANK_CMDS:
             for b in range(rank * self.spec.banks, (rank + 1) * self.spec.banks):
                 self.cmdq.bank_changed(rank, b)
+        elif cmd == REFSB:
+            for b in self.state.same_index_banks(bank):
+                self.cmdq.bank_changed(rank, b)
+        elif cmd == ACT and self.rfm is not None and self.rfm.activated(rank, bank):
+            self.refresh_queue.append((RFM, rank, rank * self.spec.banks))
         else:
             self.cmdq.bank_changed(rank, bank)
 
@@ -295,8 +306,10 @@ class ChannelController:
         if self.refresh_queue:
             cmd, rank, bank = self.refresh_queue[0]
             st = self.state
-            if cmd == REF:
-                at = st.rank_ready_at(REF, rank)
+            if cmd in (REF, RFM):
+                at = st.rank_ready_at(cmd, rank)
+            elif cmd == REFSB:
+                at = st.same_bank_ready_at(cmd, bank)
             else:
                 at = st.earliest[bank * N_CMD + st.required(REFB, bank, -1)]
             best = min(best, at)

@@ -38,8 +38,9 @@ PROTOCOLS: dict[str, str] = {
     "HBM3": "HBM",
 }
 # data beats per clock of the command clock: DRAMSim3 divides BL by this to get burst cycles
-_BEATS_PER_CLOCK = {"GDDR5": 4, "GDDR5X": 8, "GDDR6": 16}
-_TIMING_KEYS = [k.name for k in KEYS["timing"].values() if not k.memsim_only]
+# (LPDDR5: WCK at 4x the command clock, DDR: 8 beats; HBM3: 4 beats, as Ramulator 2's nBL = 2 for BL8)
+_BEATS_PER_CLOCK = {"GDDR5": 4, "GDDR5X": 8, "GDDR6": 16, "LPDDR5": 8, "HBM3": 4}
+_TIMING_KEYS = list(KEYS["timing"])
 _POWER_KEYS = [k.name for k in KEYS["power"].values()]
 
 
@@ -182,6 +183,7 @@ def spec_from_sections(sections: Mapping[str, Any], name: str = "memsim", mode: 
 
     timing: dict[str, float] = {key: cfg.get("timing", key) for key in _TIMING_KEYS}
     timing["tRC"] = timing["tRAS"] + timing["tRP"]
+    timing["tRFM"] = timing["tRFM"] or timing["tRFC"]
     timing["RL"] = timing["AL"] + timing["CL"]
     timing["WL"] = timing["AL"] + timing["CWL"]
     timing["read_delay"] = timing["RL"] + burst_cycle
@@ -230,7 +232,7 @@ def spec_from_sections(sections: Mapping[str, Any], name: str = "memsim", mode: 
 
     cfg.check_names()
     cfg.default_notices(KeyContext(family, protocol, bankgroups, refresh_policy, options["enable_self_refresh"],
-                                   options["enable_power_down"]))  # fmt: skip
+                                   options["enable_power_down"], timing["RAAIMT"] > 0))  # fmt: skip
     report(cfg.notices, strict, source or name)
     return DramSpec(
         name=name, protocol=protocol, family=family, channels=channels, ranks=ranks, bankgroups=bankgroups,

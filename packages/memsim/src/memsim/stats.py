@@ -96,7 +96,16 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
     background = 0.0
     for r in map(str, range(spec.ranks)):  # DRAMSim3's order of summation, so that the floats are identical
         background += out["act_stb_energy"][r] + out["pre_stb_energy"][r] + out["sref_energy"][r]
-    if spec.enable_power_down:  # memsim's own stats (DRAMSim3 has no power-down): only when it is enabled
+    extra = 0.0  # energy of memsim's own commands, beyond DRAMSim3's (their stats appear only when enabled)
+    if spec.refresh_policy == "SAME_BANK":
+        out["num_refsb_cmds"] = int(counts[Cmd.REFRESH_SAME_BANK])
+        out["refsb_energy"] = out["num_refsb_cmds"] * energy.refb
+        extra += out["refsb_energy"]
+    if spec.t("RAAIMT"):
+        out["num_rfm_cmds"] = int(counts[Cmd.RFM])
+        out["rfm_energy"] = out["num_rfm_cmds"] * energy.rfm
+        extra += out["rfm_energy"]
+    if spec.enable_power_down:
         out["num_pde_cmds"] = int(counts[Cmd.PD_ENTER])
         out["num_pdx_cmds"] = int(counts[Cmd.PD_EXIT])
         out["pd_cycles"] = per_rank(pd)
@@ -104,7 +113,7 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
         background += sum(out["pre_pd_energy"].values())
     total = sum(out[k] for k in ("act_energy", "read_energy", "write_energy", "ref_energy", "refb_energy"))
     cycles = max(1, num_cycles - start)
-    out["total_energy"] = total + background
+    out["total_energy"] = total + background + extra
     out["average_power"] = out["total_energy"] / cycles
     out["average_bandwidth"] = (
         (out["num_reads_done"] + out["num_writes_done"]) * spec.request_size_bytes / (cycles * spec.tCK_ns)

@@ -56,6 +56,8 @@ def unsupported(spec) -> str | None:
         return "aggressive precharging (jedec mode)"
     if spec.enable_self_refresh or spec.enable_power_down:
         return "self-refresh or power-down"
+    if spec.refresh_policy == "SAME_BANK" or spec.t("RAAIMT"):
+        return "DDR5 same-bank refresh or refresh management"
     return None
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 # commands (memsim.commands.Cmd)
-RD, WR, RDA, WRA, ACT, PRE, REF, REFB, SRE, SRX, PDE, PDX = range(12)  # memsim.commands.Cmd
-N_CMD = 12
+RD, WR, RDA, WRA, ACT, PRE, REF, REFB, SRE, SRX, PDE, PDX, REFSB, RFM = range(14)  # memsim.commands.Cmd
+N_CMD = 14
 CLOSED, OPEN, SREF = 0, 1, 2
 NEVER = 1 << 62
 ROW_HIT_CAP = 4
