@@ -60,30 +60,13 @@ class ChannelState:
         """DRAMSim3's rank-level readiness: (PRE, bank) for the first open bank whose PRE may issue,
         (cmd, -1) when every bank is closed and allows `cmd`, else None. A rank in power-down needs its
         PD_EXIT first: (PD_EXIT, -1) once that may issue."""
-        e, base = self.earliest, rank * self.banks_per_rank
-        low = self.state[base]
-        if low >= SREF and cmd != EXIT_OF[low]:
-            return (EXIT_OF[low], -1) if clk >= e[base * N_CMD + EXIT_OF[low]] else None
-        all_ready = True
-        for b in range(base, base + self.banks_per_rank):
-            if self.state[b] == OPEN:
-                if clk >= e[b * N_CMD + PRE]:
-                    return PRE, b
-                all_ready = False
-            elif clk < e[b * N_CMD + cmd]:
-                all_ready = False
-        return (cmd, -1) if all_ready else None
+        base = rank * self.banks_per_rank
+        return self._banks_ready(cmd, rank, range(base, base + self.banks_per_rank), clk)
 
     def rank_ready_at(self, cmd: int, rank: int) -> int:
         """Lower bound on the cycle `rank_ready` can first succeed, given no other command issues."""
-        e, base = self.earliest, rank * self.banks_per_rank
-        low = self.state[base]
-        if low >= SREF and cmd != EXIT_OF[low]:
-            return e[base * N_CMD + EXIT_OF[low]]
-        open_pre = [e[b * N_CMD + PRE] for b in range(base, base + self.banks_per_rank) if self.state[b] == OPEN]
-        if open_pre:
-            return min(open_pre)
-        return max(e[b * N_CMD + cmd] for b in range(base, base + self.banks_per_rank))
+        base = rank * self.banks_per_rank
+        return self._banks_ready_at(cmd, rank, range(base, base + self.banks_per_rank))
 
     def same_index_banks(self, bank: int) -> range:
         """The banks a DDR5 REFsb to `bank` refreshes: its bank index in every bank group of its rank."""
@@ -92,14 +75,20 @@ class ChannelState:
         return range(first, first + self.banks_per_rank, per_group)
 
     def same_bank_ready(self, cmd: int, bank: int, clk: int) -> tuple[int, int] | None:
-        """`rank_ready` for a REFsb: (PRE, b) for an open bank of the set, (PD_EXIT, -1) for a rank in
-        power-down, (cmd, -1) when every bank of the set allows it, else None."""
-        e, rank = self.earliest, bank // self.banks_per_rank
-        low = self.state[rank * self.banks_per_rank]
-        if low >= SREF:
-            return (EXIT_OF[low], -1) if clk >= e[rank * self.banks_per_rank * N_CMD + EXIT_OF[low]] else None
+        """`rank_ready` for a REFsb: over the banks of `bank`'s index in every bank group."""
+        return self._banks_ready(cmd, bank // self.banks_per_rank, self.same_index_banks(bank), clk)
+
+    def same_bank_ready_at(self, cmd: int, bank: int) -> int:
+        """Lower bound on the cycle `same_bank_ready` can first succeed."""
+        return self._banks_ready_at(cmd, bank // self.banks_per_rank, self.same_index_banks(bank))
+
+    def _banks_ready(self, cmd: int, rank: int, banks: range, clk: int) -> tuple[int, int] | None:
+        e, first = self.earliest, rank * self.banks_per_rank
+        low = self.state[first]
+        if low >= SREF and cmd != EXIT_OF[low]:
+            return (EXIT_OF[low], -1) if clk >= e[first * N_CMD + EXIT_OF[low]] else None
         all_ready = True
-        for b in self.same_index_banks(bank):
+        for b in banks:
             if self.state[b] == OPEN:
                 if clk >= e[b * N_CMD + PRE]:
                     return PRE, b
@@ -108,13 +97,11 @@ class ChannelState:
                 all_ready = False
         return (cmd, -1) if all_ready else None
 
-    def same_bank_ready_at(self, cmd: int, bank: int) -> int:
-        """Lower bound on the cycle `same_bank_ready` can first succeed."""
-        e, rank = self.earliest, bank // self.banks_per_rank
-        low = self.state[rank * self.banks_per_rank]
-        if low >= SREF:
-            return e[rank * self.banks_per_rank * N_CMD + EXIT_OF[low]]
-        banks = self.same_index_banks(bank)
+    def _banks_ready_at(self, cmd: int, rank: int, banks: range) -> int:
+        e, first = self.earliest, rank * self.banks_per_rank
+        low = self.state[first]
+        if low >= SREF and cmd != EXIT_OF[low]:
+            return e[first * N_CMD + EXIT_OF[low]]
         open_pre = [e[b * N_CMD + PRE] for b in banks if self.state[b] == OPEN]
         return min(open_pre) if open_pre else max(e[b * N_CMD + cmd] for b in banks)
 
