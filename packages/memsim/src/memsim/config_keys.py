@@ -256,10 +256,9 @@ SUGGESTIONS: dict[str, str] = {"refi": "tREFI", "refresh_period": "tREFI", "tcas
                                "activation_window_depth": "tFAW"}  # fmt: skip
 
 
+_BY_LOWER = {(section, name.lower()): key for section, keys in KEYS.items() for name, key in keys.items()}
+
+
 def find_key(section: str, name: str) -> Key | None:
     """The key `name` of `section`, matched without regard to case (as DRAMSim3's reader does)."""
-    keys = KEYS.get(section.lower())
-    if keys is None:
-        return None
-    low = name.lower()
-    return next((k for n, k in keys.items() if n.lower() == low), None)
+    return _BY_LOWER.get((section.lower(), name.lower()))

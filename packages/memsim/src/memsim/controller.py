@@ -66,9 +66,12 @@ class ChannelController:
         self.last_arrival = 0
         self.read_delay, self.write_delay = spec.t("read_delay"), spec.t("write_delay")
         # logs the statistics are computed from (see memsim.stats)
-        self.commands: list[tuple[int, int, int, int, int, int, bool]] = []
+        # the logs as lists (the Python engine appends to them) or, after a compiled run, as arrays only: the
+        # lists are then built on first access (`commands`, `completed`)
+        self._commands: list[tuple[int, int, int, int, int, int, bool]] | None = []
         self.command_table: np.ndarray | None = None  # `commands` as an int64 array, see command_array()
-        self.completed: list[tuple[int, int, bool]] = []  # (completion cycle, latency, is_write)
+        self._completed: list[tuple[int, int, bool]] | None = []  # (completion cycle, latency, is_write)
+        self.completed_table: np.ndarray | None = None  # `completed` as an int64 array, see completed_array()
         self.interarrivals: list[int] = []
         self.write_latencies: list[int] = []
         self.dual_issue_cycles: list[int] = []
@@ -80,11 +83,43 @@ class ChannelController:
         self.flushing = False  # MemorySystem.flush: drain the write buffer even below the threshold
         self.skip_idle = True  # False: tick every cycle, as DRAMSim3 does (used to test the event logic)
 
+    @property
+    def commands(self) -> list[tuple[int, int, int, int, int, int, bool]]:
+        """Every command issued: (cycle, cmd, rank, bank, row, column, row hit)."""
+        if self._commands is None:
+            table = self.command_table
+            self._commands = list(zip(*table[:, :6].T.tolist(), table[:, 6].astype(bool).tolist(), strict=True))
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: list) -> None:
+        self._commands, self.command_table = value, None
+
+    @property
+    def completed(self) -> list[tuple[int, int, bool]]:
+        """Every completed transaction: (completion cycle, latency, is_write)."""
+        if self._completed is None:
+            table = self.completed_table
+            self._completed = list(zip(*table[:, :2].T.tolist(), table[:, 2].astype(bool).tolist(), strict=True))
+        return self._completed
+
+    def set_logs(self, command_table: np.ndarray, completed_table: np.ndarray) -> None:
+        """Take the logs as arrays (the compiled engine's); the lists are built only if asked for."""
+        self._commands, self.command_table = None, command_table
+        self._completed, self.completed_table = None, completed_table
+
     def command_array(self) -> np.ndarray:
         """The command log as an (n, 7) int64 array (cycle, cmd, rank, bank, row, column, hit), cached."""
         table = self.command_table
-        if table is None or len(table) != len(self.commands):
-            table = self.command_table = np.array(self.commands, dtype=np.int64).reshape(-1, 7)
+        if self._commands is not None and (table is None or len(table) != len(self._commands)):
+            table = self.command_table = np.array(self._commands, dtype=np.int64).reshape(-1, 7)
+        return table
+
+    def completed_array(self) -> np.ndarray:
+        """The completions as an (n, 3) int64 array (cycle, latency, is_write), cached."""
+        table = self.completed_table
+        if self._completed is not None and (table is None or len(table) != len(self._completed)):
+            table = self.completed_table = np.array(self._completed, dtype=np.int64).reshape(-1, 3)
         return table
 
     # ---- frontend side
@@ -127,7 +162,8 @@ class ChannelController:
 
     def _complete(self, trans: Transaction, cycle: int) -> None:
         trans.complete_cycle = cycle
-        self.completed.append((cycle, cycle - trans.added_cycle, trans.is_write))
+        log = self._completed if self._completed is not None else self.completed  # (builds the list if needed)
+        log.append((cycle, cycle - trans.added_cycle, trans.is_write))
         if self.on_complete is not None:
             self.on_complete(trans)
 
@@ -220,7 +256,8 @@ class ChannelController:
         self._log_and_apply(req, qc.rank, qc.bank, qc.row, qc.column, clk, hit)
 
     def _log_and_apply(self, cmd: int, rank: int, bank: int, row: int, column: int, clk: int, hit: bool) -> None:
-        self.commands.append((clk, cmd, rank, bank, row, column, hit))
+        log = self._commands if self._commands is not None else self.commands  # (builds the list if needed)
+        log.append((clk, cmd, rank, bank, row, column, hit))
         self.state.issue(cmd, bank, row, rank, clk)
         if cmd not in PLAIN_COLUMN:
             self.power_dirty = True

@@ -10,6 +10,7 @@ inih's rules, which decide what DRAMSim3 actually reads from a file:
 - lines inih cannot parse are skipped (DRAMSim3 does not check); they are kept here so they can be reported.
 """
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,26 +61,20 @@ class IniDocument:
         return None
 
 
+_INLINE_COMMENT = re.compile(r"(?<=\s);")  # a `;` that follows whitespace
+_NAME_END = re.compile(r"[=:]|(?<=\s);")
+
+
 def _comment_start(text: str) -> int:
     """Index of an inline `;` comment (one that follows whitespace), or len(text)."""
-    was_space = False
-    for i, ch in enumerate(text):
-        if ch == ";" and was_space:
-            return i
-        was_space = ch.isspace()
-    return len(text)
+    match = _INLINE_COMMENT.search(text)
+    return match.start() if match else len(text)
 
 
 def _split_name(text: str) -> int:
     """Index of the first `=` or `:` before any inline comment, or -1."""
-    was_space = False
-    for i, ch in enumerate(text):
-        if ch in "=:":
-            return i
-        if ch == ";" and was_space:
-            return -1
-        was_space = ch.isspace()
-    return -1
+    match = _NAME_END.search(text)
+    return match.start() if match and text[match.start()] != ";" else -1
 
 
 def parse_ini_text(text: str, source: str = "<string>") -> IniDocument:

@@ -36,6 +36,12 @@ def histogram_bins(name: str, values: Counter) -> dict[str, int]:
     return dict(zip(labels, bins, strict=True))
 
 
+def _counts(values) -> Counter:
+    """value -> occurrences (numpy's unique: much faster than Counter on long logs)."""
+    keys, counts = np.unique(np.asarray(values, dtype=np.int64), return_counts=True)
+    return Counter(dict(zip(keys.tolist(), counts.tolist(), strict=True)))
+
+
 def _average(values: Counter) -> float:
     count = sum(values.values())
     return sum(v * c for v, c in values.items()) / count if count else 0.0
@@ -68,15 +74,16 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
     hits = window[window[:, 2] == 1]
     out["num_read_row_hits"] = int(np.isin(hits[:, 1], (Cmd.READ, Cmd.READ_PRECHARGE)).sum())
     out["num_write_row_hits"] = int(np.isin(hits[:, 1], (Cmd.WRITE, Cmd.WRITE_PRECHARGE)).sum())
-    done = [t for t in ctrl.completed if start <= t[0] < num_cycles]
-    read_lat = Counter(latency for _, latency, is_write in done if not is_write)
+    done = ctrl.completed_array()
+    done = done[(done[:, 0] >= start) & (done[:, 0] < num_cycles)]
+    read_lat = _counts(done[done[:, 2] == 0, 1])
     out["num_reads_done"] = sum(read_lat.values())
-    out["num_writes_done"] = sum(1 for t in done if t[2])
+    out["num_writes_done"] = int(done[:, 2].sum())
     out["num_write_buf_hits"] = 0
     out["num_ondemand_pres"] = ctrl.cmdq.scheduler.ondemand_precharges if start == 0 else None
     out["hbm_dual_cmds"] = sum(1 for c in ctrl.dual_issue_cycles if start <= c < num_cycles)
-    histos = {"read_latency": read_lat, "write_latency": Counter(ctrl.write_latencies),
-              "interarrival_latency": Counter(ctrl.interarrivals)}  # fmt: skip
+    histos = {"read_latency": read_lat, "write_latency": _counts(ctrl.write_latencies),
+              "interarrival_latency": _counts(ctrl.interarrivals)}  # fmt: skip
     for name, values in histos.items():
         out[name] = {str(k): v for k, v in sorted(values.items())} or None
         out.update(histogram_bins(name, values))

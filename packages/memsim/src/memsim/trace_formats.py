@@ -19,7 +19,7 @@ from memsim.trace import Trace, address_array
 
 def detect_format(text: str) -> str:
     """ "dramsim3" or "ramulator2", from the first line that is not blank or a comment."""
-    for line in text.splitlines():
+    for line in text.split("\n", 256)[:256]:  # the first lines are enough (and the text may be large)
         parts = line.split()
         if parts and not parts[0].startswith("#"):
             return "ramulator2" if parts[0] in ("R", "W", "LD", "ST") and len(parts) == 2 else "dramsim3"

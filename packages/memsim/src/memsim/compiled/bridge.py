@@ -42,7 +42,7 @@ def is_fresh(frontend) -> bool:
     if system.clk != 0 or system._callbacks or frontend.index != 0:
         return False
     for ctrl in system.channels:
-        if ctrl.commands or ctrl.interarrivals or ctrl.read_queue or ctrl.write_buffer or ctrl.pending_reads \
+        if len(ctrl.command_array()) or ctrl.interarrivals or ctrl.read_queue or ctrl.write_buffer or ctrl.pending_reads \
                 or ctrl.pending_writes or ctrl.refresh_queue or ctrl.next_wake != 0 or not ctrl.skip_idle \
                 or ctrl.flushing or "tick" in vars(ctrl) or ctrl.on_complete != system._schedule_callback \
                 or ctrl.refresh.next_due != ctrl.refresh.interval:  # fmt: skip
@@ -213,12 +213,8 @@ def export(frontend, a: EngineArrays, distinct: np.ndarray) -> None:
         _export_state(ctrl.state, view)
         logc, logt = a.LOGC[ch], a.LOGT[ch]
         n_cmd, n_done = s[L.S_CMD_LEN], s[L.S_COMP_LEN]
-        table = logc[:n_cmd, : L.C_HIT + 1]
-        ctrl.commands = list(zip(*table[:, : L.C_HIT].T.tolist(), table[:, L.C_HIT].astype(bool).tolist(), strict=True))
-        ctrl.command_table = table.copy()
         done = logt[:n_done]
-        ctrl.completed = list(zip(done[:, L.L_COMP_CYCLE].tolist(), done[:, L.L_COMP_LAT].tolist(),
-                                  done[:, L.L_COMP_WRITE].astype(bool).tolist(), strict=True))  # fmt: skip
+        ctrl.set_logs(logc[:n_cmd, : L.C_HIT + 1].copy(), done[:, : L.L_COMP_WRITE + 1].copy())
         ctrl.interarrivals = logt[: s[L.S_IA_LEN], L.L_IA].tolist()
         ctrl.write_latencies = logt[: s[L.S_WL_LEN], L.L_WL].tolist()
         ctrl.dual_issue_cycles = logc[: s[L.S_DUAL_LEN], L.C_DUAL].tolist()
