@@ -4,8 +4,6 @@ Light at import: numpy and the simulator load inside the commands. Messages are 
 escaped, so bracketed text ("missing from [timing]") reads as written.
 """
 
-import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -13,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from memsim.cli_common import MODE, STRICT, config_notices, fail
 from memsim.cosim.cli import app as cosim_app
 
 app = typer.Typer(help="memsim: cycle-accurate DRAM simulation with DRAMSim3-compatible stats.", no_args_is_help=True)
@@ -21,33 +20,6 @@ app.add_typer(cosim_app, name="cosim")
 
 def _console() -> Console:
     return Console()  # made per command, so the terminal width is read when the command runs
-
-
-def _fail(err: Exception) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
-
-
-@contextmanager
-def _config_notices():
-    """Print what reading a config noticed (defaults, ignored keys, problems) as notes on stderr."""
-    from memsim.config_report import MemsimConfigWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", MemsimConfigWarning)
-        try:
-            yield
-        finally:
-            err = Console(stderr=True)
-            for w in caught:
-                if issubclass(w.category, MemsimConfigWarning):
-                    err.print(f"[yellow]config:[/] {escape(str(w.message))}", highlight=False, soft_wrap=True)
-                else:
-                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-
-
-STRICT = typer.Option(False, "--strict", help="Unknown keys and misspelt values in the config are errors")
-MODE = typer.Option(None, "--mode", help="dramsim3 (default for .ini files) or jedec (default for presets)")
 
 
 @app.command("run")
@@ -75,17 +47,17 @@ def run(
     from memsim.trace import TraceFrontend, read_trace
 
     if cycles <= 0:
-        _fail(ValueError(f"--cycles {cycles}: give a positive number of cycles"))
+        fail(ValueError(f"--cycles {cycles}: give a positive number of cycles"))
     if (trace is None) == (stream is None):
-        _fail(ValueError("give a TRACE file or --stream random|stream (DRAMSim3's -s), not both and not neither"))
+        fail(ValueError("give a TRACE file or --stream random|stream (DRAMSim3's -s), not both and not neither"))
     if stream is not None and stream not in GENERATORS:
-        _fail(ValueError(f"--stream {stream}; allowed: {', '.join(GENERATORS)}"))
+        fail(ValueError(f"--stream {stream}; allowed: {', '.join(GENERATORS)}"))
     try:
-        with _config_notices():
+        with config_notices():
             system = MemorySystem(config, functional=False, mode=mode, strict=strict, wrap=wrap)
         frontend = TraceFrontend(system, read_trace(trace, trace_format, system.spec)) if trace else None
     except MemsimError as err:
-        _fail(err)
+        fail(err)
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} cycles"),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:  # fmt: skip
         task = progress.add_task("run", total=cycles)
@@ -123,13 +95,13 @@ def trace(
 
     makers = {"random": random_trace, "stream": stream_trace}
     if kind not in makers or requests <= 0 or not 0 <= write_fraction <= 1 or max_gap < 0:
-        _fail(ValueError(f"--kind {kind} (random or stream), -n {requests} (> 0), --write-fraction {write_fraction} "
+        fail(ValueError(f"--kind {kind} (random or stream), -n {requests} (> 0), --write-fraction {write_fraction} "
                          f"(0..1), --max-gap {max_gap} (>= 0): one of these is out of range"))  # fmt: skip
     try:
-        with _config_notices():
+        with config_notices():
             spec = load_spec(config)
     except MemsimError as err:
-        _fail(err)
+        fail(err)
     tr = makers[kind](spec, requests, seed=seed, write_fraction=write_fraction, max_gap=max_gap)
     write_text_atomic(out, format_trace(tr))
     _console().print(f"wrote {out}: {requests:,} requests over {int(tr.cycles[-1]) + 1:,} cycles")
@@ -163,7 +135,7 @@ def ini(preset: str = typer.Argument(..., help="Preset name (see `zaya memsim co
     try:
         typer.echo(format_ini(preset_sections(preset)), nl=False)
     except MemsimError as err:
-        _fail(err)
+        fail(err)
 
 
 @app.command("keys")
@@ -174,7 +146,7 @@ def keys(section: str | None = typer.Argument(None, help="Only this section, e.g
     sections = [section] if section else list(KEYS)
     for name in sections:
         if name not in KEYS:
-            _fail(ValueError(f"no section [{name}]; sections: {', '.join(KEYS)}"))
+            fail(ValueError(f"no section [{name}]; sections: {', '.join(KEYS)}"))
         table = Table(title=escape(f"[{name}]"), title_justify="left")
         for header in ("key", "type", "default", "allowed", "meaning"):
             table.add_column(header)
@@ -205,11 +177,11 @@ def check(
     from memsim.trace import TraceFrontend, read_trace
 
     try:
-        with _config_notices():
+        with config_notices():
             system = MemorySystem(config, functional=False, mode=mode, strict=strict)
         tr = read_trace(trace) if trace else random_trace(system.spec, requests, seed=seed)
     except MemsimError as err:
-        _fail(err)
+        fail(err)
     TraceFrontend(system, tr).run(cycles)
     commands = system.issued_commands()
     violations = check_commands(system.spec, commands, cycles)
