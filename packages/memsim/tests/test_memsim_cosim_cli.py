@@ -49,3 +49,17 @@ def test_simdram_refuses_a_part_the_native_engine_does_not_model(tmp_path: Path,
     assert len(errors) == 1
     assert f"native engine (like its compiled engine) does not model {missing}; turn it off" in errors[0]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_simdram_strict_names_a_misspelt_value(tmp_path: Path) -> None:
+    from memsim.ini_file import format_ini
+    from memsim.presets import preset_sections
+
+    ini = tmp_path / "ddr4.ini"
+    ini.write_text(format_ini(preset_sections("ddr4_8gb_x8_3200")).replace("OPEN_PAGE", "CLOSE_PAGEE"))
+    done = subprocess.run([*ZAYA, "simdram", str(ini), "--strict", "-o", str(tmp_path / "out")], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2
+    assert "CLOSE_PAGEE" in done.stderr and "[system]" in done.stderr  # markup escaped: the section reads as written
+    assert not (tmp_path / "out").exists()

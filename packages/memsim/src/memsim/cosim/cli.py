@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from memsim.cli_common import MODE, config_notices, fail
+from memsim.cli_common import MODE, STRICT, config_notices, fail
 
 app = typer.Typer(help="memsim in RTL simulations: AXI4 port (cocotb), SimDRAM drop-in (DPI).", no_args_is_help=True)
 
@@ -27,6 +27,7 @@ def simdram(
     config: str = typer.Argument(..., help="memsim part: preset name (zaya memsim configs) or DRAMSim3 .ini"),
     out: Path = typer.Option(Path("memsim_simdram"), "--out", "-o", help="Folder for the library and config"),
     mode: str | None = MODE,
+    strict: bool = STRICT,
 ) -> None:
     """Build libmemsim_simdram.so (SimDRAM's memory_init / memory_tick on memsim) and CONFIG's memsim.cfg."""
     from memsim.cosim.native_build import build_library
@@ -35,7 +36,7 @@ def simdram(
 
     try:
         with config_notices():
-            cfg = write_native_config(config, out.resolve() / "memsim.cfg", mode=mode)
+            cfg = write_native_config(config, out.resolve() / "memsim.cfg", mode=mode, strict=strict)
         with _status("compiling libmemsim_simdram.so"):
             lib = build_library("simdram", out.resolve())
     except MemsimError as err:

@@ -24,10 +24,10 @@ from memsim.spec import DramSpec
 VERSION = 2  # 2: the K array of memsim 18 (write buffer, modes, refresh rotation)
 
 
-def native_config_text(spec: DramSpec | str | Path, mode: str | None = None) -> str:
+def native_config_text(spec: DramSpec | str | Path, mode: str | None = None, strict: bool = False) -> str:
     """The file's text for `spec` (a preset name, a DRAMSim3 .ini path or a DramSpec); `mode` ("dramsim3" or
-    "jedec") overrides the config's, as for `MemorySystem`."""
-    system = MemorySystem(spec, functional=False, mode=mode)
+    "jedec") overrides the config's and `strict` makes config problems errors, as for `MemorySystem`."""
+    system = MemorySystem(spec, functional=False, mode=mode, strict=strict)
     missing = unsupported(system.spec)
     if missing is not None:
         raise MemsimError(f"config {system.spec.name}: memsim's native engine (like its compiled engine) does not "
@@ -52,6 +52,6 @@ def native_config_text(spec: DramSpec | str | Path, mode: str | None = None) -> 
     return "\n".join(lines) + "\n"
 
 
-def write_native_config(spec: DramSpec | str | Path, path: Path, mode: str | None = None) -> Path:
+def write_native_config(spec: DramSpec | str | Path, path: Path, mode: str | None = None, strict: bool = False) -> Path:
     """Write the file atomically; return its path."""
-    return write_text_atomic(path, native_config_text(spec, mode))
+    return write_text_atomic(path, native_config_text(spec, mode, strict))
