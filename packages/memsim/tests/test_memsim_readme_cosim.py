@@ -53,4 +53,6 @@ def test_readme_cosim_section_runs(tmp_path: Path) -> None:
         if "run_my_dma.py" in argv[-1]:
             assert "first read burst: first beat after" in done.stdout + done.stderr
     assert (tmp_path / "build" / "memsim" / "libmemsim_simdram.so").is_file()
-    assert (tmp_path / "build" / "memsim" / "memsim.cfg").read_text().startswith("memsim-native-config 1")
+    from memsim.cosim.native_config import VERSION
+
+    assert (tmp_path / "build" / "memsim" / "memsim.cfg").read_text().startswith(f"memsim-native-config {VERSION}\n")

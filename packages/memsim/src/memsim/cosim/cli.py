@@ -13,12 +13,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from memsim.cli_common import MODE, STRICT, config_notices, fail
+
 app = typer.Typer(help="memsim in RTL simulations: AXI4 port (cocotb), SimDRAM drop-in (DPI).", no_args_is_help=True)
-
-
-def _fail(err: Exception) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {err}", markup=True, highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
 
 
 def _status(text: str):
@@ -29,6 +26,8 @@ def _status(text: str):
 def simdram(
     config: str = typer.Argument(..., help="memsim part: preset name (zaya memsim configs) or DRAMSim3 .ini"),
     out: Path = typer.Option(Path("memsim_simdram"), "--out", "-o", help="Folder for the library and config"),
+    mode: str | None = MODE,
+    strict: bool = STRICT,
 ) -> None:
     """Build libmemsim_simdram.so (SimDRAM's memory_init / memory_tick on memsim) and CONFIG's memsim.cfg."""
     from memsim.cosim.native_build import build_library
@@ -36,11 +35,12 @@ def simdram(
     from memsim.errors import MemsimError
 
     try:
-        cfg = write_native_config(config, out.resolve() / "memsim.cfg")
+        with config_notices():
+            cfg = write_native_config(config, out.resolve() / "memsim.cfg", mode=mode, strict=strict)
         with _status("compiling libmemsim_simdram.so"):
             lib = build_library("simdram", out.resolve())
     except MemsimError as err:
-        _fail(err)
+        fail(err)
     console = Console()
     console.print(f"wrote {lib}\nwrote {cfg}", highlight=False)
     console.print("Link it into the Verilator harness instead of SimDRAM.cc and DRAMSim:\n"
@@ -67,7 +67,7 @@ def axi_check(
     from memsim.errors import MemsimError
 
     if data_bits not in (32, 64, 128, 256, 512):
-        _fail(ValueError(f"--data-bits {data_bits}: choose 32, 64, 128, 256 or 512"))
+        fail(ValueError(f"--data-bits {data_bits}: choose 32, 64, 128, 256 or 512"))
     out = out.resolve()
     run = MasterRun("m", data_bits, bursts, seed=seed, config=config, ratio=ratio, stall=stall)
     try:
@@ -78,7 +78,7 @@ def axi_check(
         with _status(f"simulating {bursts} bursts"):
             checked = simulate(runner, out / simulator / "build", [run], out / "run", log_file=out / "run" / "sim.log")
     except MemsimError as err:
-        _fail(err)
+        fail(err)
     summary, record = checked["m"]
     table = Table("simulator", "bursts", "design cycles", "wall s", "design cycles/s", "result")
     table.add_row(simulator, str(bursts), f"{summary.last_cycle:,}", f"{record['wall_s']:.1f}",
@@ -104,7 +104,7 @@ def simdram_check(
         with _status(f"running the DMA on {config}"):
             result = run_harness(exe, config, out / "run", dma_bytes=kib * 1024)
     except MemsimError as err:
-        _fail(err)
+        fail(err)
     table = Table("part", "KiB", "design cycles", "wall s", "design cycles/s", "bad beats")
     table.add_row(config, str(kib), f"{result['cycles']:,}", f"{result['wall_s']:.3f}",
                   f"{result['cycles_per_s']:,.0f}", str(result["errors"]))  # fmt: skip

@@ -14,10 +14,11 @@ bool load_config(const std::string& path, EngineConfig& cfg, std::string& error)
         return false;
     }
     std::string magic;
-    int version = 0;
+    long long version = 0;
     in >> magic >> version;
-    if (magic != "memsim-native-config" || version != 1) {
-        error = path + " is not a memsim native config (version 1); write it again with this memsim";
+    if (magic != "memsim-native-config" || version != NATIVE_CONFIG_VERSION) {
+        error = path + " is not a memsim native config of version " + std::to_string(NATIVE_CONFIG_VERSION) +
+                "; write it again with this memsim (zaya memsim cosim simdram CONFIG -o DIR)";
         return false;
     }
     static const char* fields[6] = {"ch", "ra", "bg", "ba", "ro", "co"};

@@ -166,38 +166,35 @@ void Engine::issue_found(int ch, i64 req, i64 q, i64 pos, i64 clk) {
     log_and_apply(ch, req, rank, bank, row, col, clk, hit);
 }
 
-void Engine::push_refresh(i64* C, i64 cmd, i64 rank, i64 bank) {
-    i64 slot = K[O_RFQ] + (C[S_RFQ_HEAD] + C[S_RFQ_LEN]) % RFQ_CAP * 3;
-    C[slot] = cmd;
-    C[slot + 1] = rank;
-    C[slot + 2] = bank;
-    C[S_RFQ_LEN] += 1;
+// The k-th refresh of the rotation (RefreshSchedule.entry, kernel.py _refresh_entry): pending refreshes are
+// a window (head, length) of the rotation, so a queue that grows without bound (DRAMSim3's per-bank refresh)
+// needs no storage.
+void Engine::refresh_entry(i64 k, i64& cmd, i64& rank, i64& bank) const {
+    i64 ranks = K[K_RANKS];
+    if (K[K_REF_POLICY] == REF_PER_BANK) {
+        i64 bg = k % K[K_BG], rest = k / K[K_BG];
+        i64 b = rest % K[K_BPG];
+        rank = rest / K[K_BPG] % ranks;
+        cmd = REFB;
+        bank = (rank * K[K_BG] + bg) * K[K_BPG] + b;
+        return;
+    }
+    rank = (K[K_REF_POLICY] == REF_SIMULTANEOUS && !K[K_ALL_RANKS]) ? 0 : k % ranks;
+    cmd = REF;
+    bank = rank * K[K_BPR];
 }
 
+// RefreshSchedule.due: every rank at once for jedec-mode simultaneous refresh, else one more of the rotation
+// (DRAMSim3's simultaneous refresh queues the first rank only).
 void Engine::refresh_due(i64* C) {
     C[S_NEXT_DUE] += K[K_REF_INTERVAL];
-    i64 policy = K[K_REF_POLICY], ranks = K[K_RANKS], bpr = K[K_BPR];
-    if (policy == REF_SIMULTANEOUS) {
-        for (i64 r = 0; r < ranks; r++) push_refresh(C, REF, r, r * bpr);
-    } else if (policy == REF_STAGGERED) {
-        i64 rank = C[S_REF_RANK];
-        C[S_REF_RANK] = (rank + 1) % ranks;
-        push_refresh(C, REF, rank, rank * bpr);
-    } else {
-        i64 rank = C[S_REF_RANK], bg = C[S_REF_BG], bank = C[S_REF_BANK];
-        C[S_REF_BG] = (bg + 1) % K[K_BG];
-        if (C[S_REF_BG] == 0) {
-            C[S_REF_BANK] = (bank + 1) % K[K_BPG];
-            if (C[S_REF_BANK] == 0) C[S_REF_RANK] = (rank + 1) % ranks;
-        }
-        push_refresh(C, REFB, rank, (rank * K[K_BG] + bg) * K[K_BPG] + bank);
-    }
+    C[S_RFQ_LEN] += K[K_ALL_RANKS] ? K[K_RANKS] : 1;
 }
 
 i64 Engine::refresh_step(int ch, i64 clk) {
     i64* C = CH[ch].data();
-    i64 slot = K[O_RFQ] + C[S_RFQ_HEAD] * 3;
-    i64 cmd = C[slot], rank = C[slot + 1], bank = C[slot + 2];
+    i64 cmd, rank, bank;
+    refresh_entry(C[S_RFQ_HEAD], cmd, rank, bank);
     begin_refresh(C, cmd, rank, bank);
     i64 req, target;
     if (cmd == REF) {
@@ -212,7 +209,7 @@ i64 Engine::refresh_step(int ch, i64 clk) {
         log_and_apply(ch, PRE, rank, target, -1, -1, clk, 0);
         return PRE;
     }
-    C[S_RFQ_HEAD] = (C[S_RFQ_HEAD] + 1) % RFQ_CAP;
+    C[S_RFQ_HEAD] += 1;
     C[S_RFQ_LEN] -= 1;
     C[S_IN_REFRESH] = C[S_SKIP_LO] = C[S_SKIP_HI] = 0;
     log_and_apply(ch, cmd, rank, bank, -1, -1, clk, 0);
@@ -221,7 +218,7 @@ i64 Engine::refresh_step(int ch, i64 clk) {
 
 bool Engine::drain_due(const i64* C) const {
     i64 n = C[S_WB_LEN];
-    return n >= K[K_TQ] || (n > K[K_DRAIN] && C[S_COUNT] == 0);
+    return n >= K[K_WBCAP] || (n > K[K_DRAIN] && C[S_COUNT] == 0);
 }
 
 bool Engine::move_first(i64* C, i64 queue_key, i64 len_key) {
@@ -266,7 +263,8 @@ bool Engine::schedule_transaction(i64* C) {
         moved = move_first(C, O_RQ, S_RQ_LEN);
     } else if (C[S_WRITE_DRAINING] > 0) {
         moved = move_first(C, O_WB, S_WB_LEN);
-        if (!moved && C[S_WRITE_DRAINING] == 0 && drain_due(C)) moved = move_first(C, O_RQ, S_RQ_LEN);
+        // dramsim3 mode keeps DRAMSim3's write-drain livelock; jedec mode moves a read instead
+        if (!moved && C[S_WRITE_DRAINING] == 0 && K[K_JEDEC] && drain_due(C)) moved = move_first(C, O_RQ, S_RQ_LEN);
     } else {
         moved = move_first(C, O_RQ, S_RQ_LEN);
     }
@@ -278,8 +276,8 @@ bool Engine::schedule_transaction(i64* C) {
 i64 Engine::next_event(const i64* C, i64 clk) const {
     i64 best = C[S_NEXT_DUE];
     if (C[S_RFQ_LEN]) {
-        i64 slot = K[O_RFQ] + C[S_RFQ_HEAD] * 3;
-        i64 cmd = C[slot], rank = C[slot + 1], bank = C[slot + 2];
+        i64 cmd, rank, bank;
+        refresh_entry(C[S_RFQ_HEAD], cmd, rank, bank);
         if (cmd == REF) best = std::min(best, rank_ready_at(C, REF, rank));
         else best = std::min(best, earliest(C, bank, required(C, REFB, bank, -1)));
     }
@@ -315,7 +313,7 @@ void Engine::tick(int ch, i64 clk) {
 // ---- frontend (frontend_kernel.py add, MemorySystem.run_until)
 bool Engine::will_accept(i64 addr, bool write) const {
     const i64* C = CH[channel_of(addr)].data();
-    if (write && !K[K_UNIFIED]) return C[S_WB_LEN] < K[K_TQ];
+    if (write && !K[K_UNIFIED]) return C[S_WB_LEN] < K[K_WBCAP];
     return C[S_RQ_LEN] < K[K_TQ];
 }
 

@@ -105,7 +105,7 @@ class Engine {
     void complete(int t, i64 cycle);
     void log_and_apply(int ch, i64 cmd, i64 rank, i64 bank, i64 row, i64 col, i64 clk, i64 hit);
     void issue_found(int ch, i64 req, i64 q, i64 pos, i64 clk);
-    void push_refresh(i64* C, i64 cmd, i64 rank, i64 bank);
+    void refresh_entry(i64 k, i64& cmd, i64& rank, i64& bank) const;
     void refresh_due(i64* C);
     i64 refresh_step(int ch, i64 clk);
     bool drain_due(const i64* C) const;
