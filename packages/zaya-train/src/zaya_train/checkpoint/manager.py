@@ -19,7 +19,6 @@ import pickle
 import shutil
 import time
 import warnings
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,15 +159,11 @@ class CheckpointManager:
             self._executor.shutdown(wait=True)
 
     # ---------------------------------------------------------------- load
-    def load_latest(
-        self, state: dict[str, Any], on_train_state: Callable[[dict[str, Any], Path], None] | None = None
-    ) -> int | None:
+    def load_latest(self, state: dict[str, Any]) -> int | None:
         """Load the newest verified checkpoint into `state` (in place); returns its step or None when none exists.
 
-        `state["train"]` is replaced by the saved dict of this rank (rank 0's when the world grew); then
-        `on_train_state(state, file)` may adapt the rest of `state` to what that dict says was saved (an older
-        layout, say) or raise, alike on every rank (one rank raising alone leaves the others in DCP's load);
-        then the tensors in `state["model"]` / `state["optim"]` are filled in place by DCP.
+        `state["train"]` is replaced by the saved dict of this rank (rank 0's when the world grew); the tensors
+        in `state["model"]` / `state["optim"]` are filled in place by DCP.
         """
         self.wait()
         choice = [self._choose_checkpoint() if self.rank == 0 else None]
@@ -182,8 +177,6 @@ class CheckpointManager:
         own = own if own.exists() else folder / train_state_name(0)
         with open(own, "rb") as stream:
             state[TRAIN_KEY] = pickle.load(stream)
-        if on_train_state is not None:
-            on_train_state(state, own)
         tensors = {k: v for k, v in state.items() if k != TRAIN_KEY}
         if tensors:
             dcp.load(
