@@ -182,14 +182,26 @@ def test_cuda_graph_decode_equals_eager_decode_fp32(small_config, randomized_mod
 @pytest.mark.slow
 @pytest.mark.parametrize("batch", [1, 16])
 def test_compiled_cuda_graph_decode_bf16_matches_eager_tokens(small_config, randomized_model, batch):
-    """What the benchmark runs (bf16, inductor, one CUDA graph): the eager path's greedy tokens, one by one."""
+    """What the benchmark runs (bf16, inductor, one CUDA graph) against the eager step. Inductor sums in another
+    order, so on random weights a near tie can flip: a row may leave the eager tokens only at a step where the
+    eager step's logits of the two tokens (same prefix up to there) are within bf16 rounding of each other.
+    Batch 1 gave the eager tokens exactly on the H200."""
     torch._dynamo.reset()
     model = _cuda_model(small_config, randomized_model, torch.bfloat16)
     ids = torch.randint(1, model.config.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(9)).cuda()
-    eager = ZayaDecoder(model, batch, 48, cuda_graph=False).generate(ids, 40)
+    mask = torch.ones_like(ids)
+    eager, eager_logits = _decode(ZayaDecoder(model, batch, 48, cuda_graph=False), ids, mask, 39)
     fast = ZayaDecoder(model, batch, 48, compile=True, cuda_graph=True)
-    assert torch.equal(fast.generate(ids, 40), eager)
-    assert torch.equal(fast.generate(ids, 40), eager)  # replays again from a fresh prompt
+    got, _ = _decode(fast, ids, mask, 39)
+    assert torch.equal(_decode(fast, ids, mask, 39)[0], got)  # replays again from a fresh prompt, identically
+    if batch == 1:
+        assert torch.equal(got, eager)
+    differ = got != eager
+    for row in differ.any(1).nonzero().flatten().tolist():
+        j = int(differ[row].nonzero()[0])  # the first step where this row parts from the eager tokens
+        logits = eager_logits[j, row].float()
+        ours, theirs = logits[got[row, j]], logits[eager[row, j]]
+        assert theirs - ours <= 2**-6 * theirs.abs().clamp_min(1.0), (row, j, float(ours), float(theirs))
 
 
 @pytest.mark.gpu

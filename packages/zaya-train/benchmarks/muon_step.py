@@ -101,6 +101,7 @@ def main() -> None:
             fresh(opt.step)()
             torch.cuda.synchronize()
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12), flush=True)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
     add("muon per parameter (before batching)", fresh(lambda: per_parameter_step(muon_params)))
     adamw = build_optimizer(model, OptimizerConfig(name="adamw"))
     add("adamw (fused on CUDA)", fresh(adamw.step))

@@ -45,7 +45,7 @@ def target_load(config: ZayaConfig, device: torch.device | str | None = None) ->
     Filled on `device` (kernels only: a host tensor copied over would synchronise with the GPU)."""
     E, s = config.num_experts, config.skip_target
     target = torch.full((E + 1,), (1.0 - s) / E, dtype=torch.float32, device=device)
-    target[E] = s
+    target[E:].fill_(s)  # a kernel; `target[E] = s` copies a host scalar over, which synchronises
     return target
 
 

@@ -83,6 +83,9 @@ class OptimizerConfig(ValidatedConfig):
     nesterov: bool = True  # muon
     ns_steps: int = 5  # muon: Newton-Schulz iterations
     rms_scale: float = 0.2  # muon: update RMS matched to AdamW's typical 0.2
+    # muon: torch.compile the batched Newton-Schulz (with train.compile, on CUDA). Off: measured slower on an
+    # H200 (8 layers: 646 ms compiled vs 207 ms eager per step, BENCHMARKS.md), the matmuls are cuBLAS anyway.
+    compile_newton_schulz: bool = False
 
     def validate_fields(self) -> None:
         """Known optimizer, betas and momentum in [0, 1)."""

@@ -85,7 +85,7 @@ class Trainer:
         )
         zero1 = train.distributed.zero1 and ctx.strategy == "ddp"
         self.zero1 = zero1
-        compile_ns = self.compiled and ctx.device.type == "cuda"
+        compile_ns = train.optimizer.compile_newton_schulz and self.compiled and ctx.device.type == "cuda"
         self.optimizer = build_optimizer(model, train.optimizer, zero1=zero1, compile_ns=compile_ns)
         self.progress = TrainProgress()
         self.sampler: MixtureSampler | None = None
