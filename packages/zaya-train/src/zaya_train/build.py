@@ -140,7 +140,8 @@ def _assemble(objects: dict[str, Any], run_dir: Path, cache_dir: Path, ctx: Dist
     random.seed(train.seed)
     np.random.seed(train.seed)
     torch.manual_seed(train.seed)
-    model = build_model(model_cfg).to(ctx.device)
+    with torch.device(ctx.device):  # initialised where it trains: 40 layers are 35 GB of fp32 to draw and copy
+        model = build_model(model_cfg)
     check_recipe(recipe, train, int(model.max_positions), ctx.world_size)
     progress = logging_cfg.progress if logging_cfg else True
     data = prepare_data(train.data, cache_dir, is_rank0=ctx.is_rank0, barrier=ctx.barrier, progress=progress)
