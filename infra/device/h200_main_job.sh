@@ -2,7 +2,8 @@
 # The main job on one H200 through the real service, with a SIGKILL and a resume in the middle:
 #     source infra/device/setup.sh && infra/device/h200_main_job.sh OUT_DIR [EXTRA HYDRA OVERRIDES...]
 # Prepares the standard library as BPE shards with `zaya data prepare` (outputs/data), starts
-# `zaya run pretrain hardware=h200 train=h200 recipe=h200-stdlib ...`, kills it with SIGKILL once the
+# `zaya run pretrain model=zaya1-base model.num_hidden_layers=8 hardware=h200 train=h200 recipe=h200-stdlib ...`,
+# kills it with SIGKILL once the
 # checkpoint of step KILL_AFTER exists, runs the same command again (it resumes from that checkpoint) to
 # the end, and copies metrics.jsonl, summary.json, events and plots to OUT_DIR.
 set -uo pipefail
@@ -15,7 +16,9 @@ if [[ ! -d outputs/data/stdlib.zarr ]]; then
   zaya data prepare "$stdlib" --glob '**/*.py' --out outputs/data/stdlib.zarr --tokenizer bpe \
     --vocab-size 32768 --no-progress || exit 1
 fi
-cmd=(zaya run pretrain hardware=h200 train=h200 recipe=h200-stdlib paths.data_dir=outputs/data
+# zaya1-base width at LAYERS layers (8: what benchmarks/train_step.py measures; the preset default is zaya1-tiny)
+cmd=(zaya run pretrain model=zaya1-base "model.num_hidden_layers=${LAYERS:-8}" hardware=h200 train=h200
+     recipe=h200-stdlib paths.data_dir=outputs/data
      "hydra.run.dir=$run" logging.progress=false "$@")
 rm -rf "$run"
 "${cmd[@]}" > "$out/attempt1.log" 2>&1 &
