@@ -8,7 +8,7 @@
 set -uo pipefail
 out=${1:?usage: h200_main_job.sh OUT_DIR [overrides...]}; shift
 run=${RUN_DIR:-outputs/pretrain/h200-main-job}
-kill_after=${KILL_AFTER:-5}
+kill_after=${KILL_AFTER:-20}  # a step train=h200 checkpoints (checkpoint.every_steps: 20)
 mkdir -p "$out" outputs/data
 if [[ ! -d outputs/data/stdlib.zarr ]]; then
   stdlib=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['stdlib'])")
@@ -22,7 +22,8 @@ rm -rf "$run"
 pid=$!
 step_dir=$(printf '%s/checkpoints/step_%08d' "$run" "$kill_after")
 while kill -0 "$pid" 2>/dev/null && [[ ! -f "$step_dir/manifest.json" ]]; do sleep 0.5; done
-kill -9 "$pid" 2>/dev/null && echo "SIGKILL after the checkpoint of step $kill_after"
+if kill -9 "$pid" 2>/dev/null; then echo "SIGKILL after the checkpoint of step $kill_after"
+else echo "no SIGKILL: attempt 1 ended before the checkpoint of step $kill_after existed"; fi
 wait "$pid"; echo "attempt 1 exit code $?"
 "${cmd[@]}" > "$out/attempt2.log" 2>&1; echo "attempt 2 exit code $?"
 cp "$run"/{metrics.jsonl,summary.json,config.yaml,*.png} "$out"/ 2>/dev/null

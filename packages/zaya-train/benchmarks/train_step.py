@@ -163,6 +163,9 @@ def run_row(args, optimizer: str, micro_batch: int, overrides: list[str], run_di
                            "layers": args.layers, "seq": args.seq, "path": "Trainer",
                            "activation_checkpointing": args.activation_checkpointing}  # fmt: skip
     trainer = None
+    # Each row compiles afresh, as a user's process would: otherwise dynamo sees the blocks' batch size change
+    # between rows and recompiles them with a dynamic batch dimension (slower kernels than the static ones).
+    torch._dynamo.reset()
     try:
         trainer = build_trainer(
             [*overrides, f"train.optimizer.name={optimizer}", f"train.micro_batch_size={micro_batch}"], run_dir
