@@ -22,11 +22,13 @@ from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM, build_model
 from zaya_model.parallel import ShardSpec, parallel_plan, spec_for
 from zaya_model.sampling import sample_tokens
 from zaya_model.static_cache import ZayaStaticCache
+from zaya_model.step_traffic import StepTraffic, step_traffic
 
 __all__ = [
     "DecodeBytes",
     "ParameterCount",
     "ShardSpec",
+    "StepTraffic",
     "ZayaCache",
     "ZayaConfig",
     "ZayaDecoder",
@@ -47,5 +49,6 @@ __all__ = [
     "sample_tokens",
     "save_hf",
     "spec_for",
+    "step_traffic",
     "to_hf_state_dict",
 ]
