@@ -14,6 +14,7 @@ from zaya_config.atomic import (
     write_atomic,
     write_bytes_atomic,
     write_dir_atomic,
+    write_file_atomic,
     write_text_atomic,
 )
 
@@ -202,3 +203,22 @@ def test_package_exports_still_win_over_same_named_submodules():
 
     assert callable(zaya_config.compose) and callable(zaya_config.hardware)
     assert "cpu" in zaya_config.hardware_names()
+
+
+@needs_proc
+def test_write_file_hands_a_name_and_publishes_the_file_whole(tmp_path, fsynced):
+    """For writers that take a file name (safetensors, a compiler's -o): fsynced, shared mode, then renamed."""
+    target = tmp_path / "lib" / "model.bin"
+    assert write_file_atomic(target, lambda name: name.write_bytes(b"v1")) == target
+    assert target.read_bytes() == b"v1" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert fsynced == [".tmp.model.bin." + str(os.getpid()), "lib"]
+
+    def fails(name: Path) -> None:
+        name.write_bytes(b"half")
+        raise Boom("disk full")
+
+    with pytest.raises(Boom):
+        write_file_atomic(target, fails)
+    with pytest.raises(FileNotFoundError, match=r"the writer for .*model\.bin created no file"):
+        write_file_atomic(target, lambda name: None)
+    assert target.read_bytes() == b"v1" and [p.name for p in target.parent.iterdir()] == ["model.bin"]

@@ -117,6 +117,24 @@ def atomic_output(path: str | Path, *, replace: bool = True, durable: bool = Tru
         raise
 
 
+def write_file_atomic(path: str | Path, write: Callable[[Path], object], *, durable: bool = True) -> Path:
+    """Call `write(tmp)` with a temporary file name beside `path` (for writers that take a name, not a handle:
+    safetensors' `save_file`, a compiler's `-o`), fsync the file, rename it into place; return `path`.
+
+    If `write` raises, the temporary file is removed and an existing file at `path` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(path, durable=durable) as tmp:
+        write(tmp)
+        if not tmp.is_file():
+            raise FileNotFoundError(f"{tmp}: the writer for {path} created no file")
+        os.chmod(tmp, FILE_MODE)
+        if durable:
+            fsync_path(tmp)
+    return path
+
+
 def _fsync_tree(root: Path) -> None:
     """fsync every file and folder under `root` (folders after their contents)."""
     for folder, _dirs, files in os.walk(root, topdown=False):

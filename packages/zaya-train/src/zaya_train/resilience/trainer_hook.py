@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from zaya_config.train_checkpoint.layout import step_dir_name
 
-from zaya_train.checkpoint.layout import step_dir_name
 from zaya_train.resilience.anomaly import AnomalyAction, AnomalyLimitError
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
 from zaya_train.resilience.crash_loop import CrashLoopError
