@@ -12,7 +12,6 @@ therefore a copy block for streamed tensors and at most about twice the largest 
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 from collections import deque
@@ -30,7 +29,7 @@ from zaya_config.train_checkpoint.manifest import find_manifest, write_manifest
 from ckpt_reshape.checksums import DEFAULT_ALGORITHM, RecordedChecksums, bytes_checksum, tensor_checksum
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats import FORMATS, WRITERS, CheckpointReader, open_checkpoint
-from ckpt_reshape.formats.base import SIDECAR_FORMAT
+from ckpt_reshape.formats.base import SIDECAR_FORMAT, write_bytes_file
 from ckpt_reshape.index import CheckpointIndex, dtype_name
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout
@@ -225,11 +224,7 @@ def _write_train_files(reader: CheckpointReader, folder: Path, train_states: dic
             if durable:
                 fsync_path(folder / rel)
     for name, payload in train_states.items():
-        with open(folder / name, "wb") as stream:
-            stream.write(payload)
-            stream.flush()
-            if durable:
-                os.fsync(stream.fileno())
+        write_bytes_file(folder / name, payload, durable)
 
 
 def _stream_tensors(reader, writer, index, sidecar, recorded, io_threads, memory_budget_bytes, progress) -> int:

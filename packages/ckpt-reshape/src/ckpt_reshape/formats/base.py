@@ -135,13 +135,19 @@ class CheckpointWriter(ABC):
             fsync_path(path)
 
 
-def write_text_file(path: Path, text: str, durable: bool = True) -> None:
-    """Write a metadata file of a checkpoint being built (fsynced when `durable`)."""
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(text)
+def write_bytes_file(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write a file of a checkpoint being built (fsynced when `durable`); the whole folder is published
+    atomically later, so the file itself needs no temporary name."""
+    with open(path, "wb") as stream:
+        stream.write(data)
         stream.flush()
         if durable:
             os.fsync(stream.fileno())
+
+
+def write_text_file(path: Path, text: str, durable: bool = True) -> None:
+    """Write a metadata file of a checkpoint being built (fsynced when `durable`)."""
+    write_bytes_file(path, text.encode("utf-8"), durable)
 
 
 def write_sidecar(folder: Path, sidecar: dict, durable: bool = True) -> None:
