@@ -68,6 +68,19 @@ def test_hf_named_checkpoints_split_by_zaya_models_plan_as_our_names_do(tmp_path
     assert ours == theirs == [(0, 32), (32, 32), (64, 16), (80, 16), (96, 8), (104, 8), (112, 8), (120, 8)]
 
 
+def test_pipeline_stages_come_from_zaya_models_plan(tiny):
+    """The final norm and the head go to the last stage because the plan says so (`ShardSpec.pipeline_stage`)."""
+    from ckpt_reshape.pieces import stage_of
+    from ckpt_reshape.zaya_names import default_split_table
+
+    cfg, _, src = tiny
+    with open_checkpoint(src) as reader:
+        table = default_split_table(reader.index, cfg)
+    names = ["model.embed.weight", "model.final_norm.weight", "model.lm_head.weight", "model.layers.1.attn.out.weight"]
+    stages = [stage_of(name, table.spec_for(name, (64, 64)), ParallelLayout(pp=2), 2) for name in names]
+    assert stages == [0, 1, 1, 1]
+
+
 def test_hf_export_loads_in_transformers_with_the_same_logits(tmp_path: Path, tiny):
     transformers_zaya = pytest.importorskip("transformers.models.zaya")
     cfg, model, src = tiny
