@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from zaya_config.atomic import write_text_atomic
 
-from zaya_train.checkpoint.atomic import atomic_write_text
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
@@ -194,13 +194,13 @@ def run_pretraining(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     trainer = build_trainer(cfg, run_dir)
     try:
         if trainer.ctx.is_rank0:
-            atomic_write_text(Path(run_dir) / "config.yaml", resolved_config_yaml(cfg))
+            write_text_atomic(Path(run_dir) / "config.yaml", resolved_config_yaml(cfg))
             save_tokenizer_folder(
                 trainer.data.tokenizer, Path(run_dir) / TOKENIZER_DIR, trainer.cfg.data.tokenizer.eos_token
             )
         summary = trainer.run()
         if trainer.ctx.is_rank0:
-            atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
+            write_text_atomic(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
     finally:
         trainer.close()
         trainer.ctx.close()

@@ -272,7 +272,7 @@ class Trainer:
 
     def resume(self) -> bool:
         """Load the latest valid checkpoint, if any, and continue exactly where it stopped."""
-        from zaya_train.checkpoint.layout import step_dirs
+        from zaya_config.train_checkpoint.layout import step_dirs
 
         if self.checkpoints is None or not self.cfg.checkpoint.resume or not step_dirs(self.checkpoints.root):
             return False

@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run (or resume) the drill to its last step, then write final_state.json on rank 0."""
     import logging
 
-    from zaya_train.checkpoint.atomic import atomic_write_text
+    from zaya_config.atomic import write_text_atomic
 
     logging.basicConfig(level=logging.WARNING)
     args = parse_args(argv)
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
         trainer.run()
         result = final_state(trainer)
         if trainer.ctx.is_rank0:
-            atomic_write_text(Path(args.run_dir) / FINAL_STATE_NAME, json.dumps(result, indent=1))
+            write_text_atomic(Path(args.run_dir) / FINAL_STATE_NAME, json.dumps(result, indent=1))
             print(json.dumps({"state_hash": result["state_hash"], "step": result["step"]}), flush=True)
     finally:
         trainer.close()

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
+from zaya_config.train_checkpoint.layout import step_dir_name
 
-from zaya_train.checkpoint.layout import step_dir_name
 from zaya_train.resilience.anomaly import AnomalyAction, AnomalyGuard, AnomalyLimitError
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
 from zaya_train.resilience.crash_loop import CrashLoopDetector, CrashLoopError
