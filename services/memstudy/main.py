@@ -1,7 +1,7 @@
 """memstudy: zaya-model's decode/prefill byte accounting -> memsim step streams -> simulated vs roofline.
 
-Wiring only: validate the config, restate zaya-model's `decode_bytes_per_token` breakdown as memsim's
-plain `LlmStepShape` (per layer and per sequence), and hand both to `memsim.workloads.run_memstudy`.
+Wiring only: validate the config, take each phase's per-layer traffic from zaya-model's `step_traffic` (the
+one place that knows the model) as memsim's plain `LlmStepShape`, and hand them to `run_memstudy`.
 """
 
 from pathlib import Path
@@ -12,52 +12,16 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 
-def decode_case(model, study):
-    """One decode step of the batch at `context_len`, as zaya-model accounts it."""
+def study_case(model, study, phase: str):
+    """One step of `phase` as zaya-model's `step_traffic` accounts it, in memsim's terms."""
     from memsim.workloads import LlmStepShape, StudyCase
-    from zaya_model import decode_bytes_per_token, flops_per_token
+    from zaya_model import step_traffic
 
-    L, B, ctx, dt = model.num_hidden_layers, study.batch_size, study.context_len, study.dtype_bytes
-    step = decode_bytes_per_token(model, ctx, B, dt)
-    per_position = decode_bytes_per_token(model, 1, B, dt).kv_cache / (L * B)
-    expert = 3 * model.moe_intermediate_size * model.hidden_size * dt
-    head = (model.vocab_size + B) * model.hidden_size * dt  # LM head read whole + B embedding rows
-    shape = LlmStepShape(
-        phase="decode", layers=L, batch_size=B, tokens=B,
-        dense_bytes_per_layer=round((step.dense_weights - head) / L), head_bytes=head,
-        expert_bytes=expert, experts_per_layer=model.num_experts,
-        active_experts_per_layer=step.expert_weights / (L * expert),
-        kv_read_bytes_per_sequence=round(step.kv_cache / (L * B)), kv_write_bytes_per_sequence=round(per_position),
-        kv_capacity_bytes_per_sequence=round(per_position * max(model.max_position_embeddings, ctx + 1)),
-        state_bytes_per_sequence=round(step.conv_and_delayed_state / (L * B)), state_read=True,
-    )  # fmt: skip
-    flops = B * flops_per_token(model, ctx + 1, training=False, causal=False)  # one token attends ctx + 1
-    return StudyCase(shape, step.total, flops, {"model": model.name, "context_len": ctx, "prompt_len": 0})
-
-
-def prefill_case(model, study):
-    """One prefill of `prompt_len` tokens per sequence: weights read once, the prompt's K/V and state written."""
-    from memsim.workloads import LlmStepShape, StudyCase
-    from zaya_model import decode_bytes_per_token, flops_per_token
-
-    L, B, P, dt = model.num_hidden_layers, study.batch_size, study.prompt_len, study.dtype_bytes
-    weights = decode_bytes_per_token(model, 0, B * P, dt)  # B * P tokens through the weights at once
-    written = decode_bytes_per_token(model, P, B, dt)
-    per_position = written.kv_cache / (L * B * P)
-    expert = 3 * model.moe_intermediate_size * model.hidden_size * dt
-    head = (model.vocab_size + B * P) * model.hidden_size * dt
-    shape = LlmStepShape(
-        phase="prefill", layers=L, batch_size=B, tokens=B * P,
-        dense_bytes_per_layer=round((weights.dense_weights - head) / L), head_bytes=head,
-        expert_bytes=expert, experts_per_layer=model.num_experts,
-        active_experts_per_layer=weights.expert_weights / (L * expert),
-        kv_read_bytes_per_sequence=0, kv_write_bytes_per_sequence=round(written.kv_cache / (L * B)),
-        kv_capacity_bytes_per_sequence=round(per_position * max(model.max_position_embeddings, P)),
-        state_bytes_per_sequence=round(written.conv_and_delayed_state / (L * B)), state_read=False,
-    )  # fmt: skip
-    accounting = weights.expert_weights + weights.dense_weights + written.kv_cache + written.conv_and_delayed_state
-    flops = B * P * flops_per_token(model, P, training=False)
-    return StudyCase(shape, accounting, flops, {"model": model.name, "context_len": 0, "prompt_len": P})
+    ctx = study.context_len if phase == "decode" else study.prompt_len
+    traffic = step_traffic(model, phase, study.batch_size, ctx, study.dtype_bytes)
+    labels = {"model": model.name, "context_len": ctx if phase == "decode" else 0,
+              "prompt_len": ctx if phase == "prefill" else 0}  # fmt: skip
+    return StudyCase(LlmStepShape(**traffic.per_layer()), traffic.accounting_bytes, traffic.flops, labels)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="memstudy")
@@ -68,8 +32,7 @@ def main(cfg: DictConfig) -> None:
 
     study = zaya_config.validate_node("memstudy", cfg.memstudy, MemstudyConfig)
     model, hardware, spec = objects["model"], objects["hardware"], objects["memsim"].build_spec()
-    builders = {"decode": decode_case, "prefill": prefill_case}
-    cases = [builders[phase](model, study) for phase in study.phases]
+    cases = [study_case(model, study, phase) for phase in study.phases]
     out = Path(HydraConfig.get().runtime.output_dir)
     header = {"model": model.name, "hardware": hardware.name, "memstudy": OmegaConf.to_container(cfg.memstudy)}
     doc = run_memstudy(spec, cases, study, out, header, peak_flops=hardware.peak_bf16_flops,

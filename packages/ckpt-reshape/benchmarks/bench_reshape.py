@@ -272,9 +272,9 @@ def _summarise(results: dict, out: Path) -> None:
             f"{run['vs_cp_fsync_paired']:6.2f} "
             f"{run['rss_over_largest']:11.2f} {run['rss_minus_import_over_largest']:20.2f}"
         )
-    from ckpt_reshape.atomic import atomic_output  # imported after the runs: the parent stays light while they run
+    from zaya_config.atomic import atomic_output  # imported after the runs: the parent stays light while they run
 
-    with atomic_output(out / "bench_reshape.json", force=True) as tmp:
+    with atomic_output(out / "bench_reshape.json") as tmp:
         tmp.write_text(json.dumps(results, indent=1))
     try:
         import matplotlib
@@ -299,7 +299,7 @@ def _summarise(results: dict, out: Path) -> None:
     ax2.set_yticks([])
     fig.suptitle(f"ckpt-reshape, {src_bytes / 1e9:.2f} GB zaya1-base-width checkpoint, {results['machine']}")
     fig.tight_layout()
-    with atomic_output(out / "bench_reshape.png", force=True) as tmp:
+    with atomic_output(out / "bench_reshape.png") as tmp:
         fig.savefig(tmp, dpi=120, format="png")
 
 

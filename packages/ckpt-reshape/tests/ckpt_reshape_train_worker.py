@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 from zaya_model import ZayaConfig
-from zaya_train.build import create_trainer
+from zaya_train.build import build_trainer
 from zaya_train.config import CheckpointConfig, DataConfig, DistributedConfig, EvalConfig, SourceConfig, TrainConfig
 from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
 
@@ -88,9 +88,8 @@ def train(run_dir: Path, cache: Path, world: int, port: str, snapshot_dir: Path 
         mixture={"json": 1.0, "email": 1.0},
         schedule=ScheduleConfig(peak_lr=1e-2, warmup_fraction=0.0),
     )
-    trainer = create_trainer(
-        ZayaConfig.from_preset("zaya1-tiny"), cfg, RecipeConfig(phases=[phase]), run_dir, cache_dir=cache
-    )
+    groups = {"model": ZayaConfig.from_preset("zaya1-tiny"), "train": cfg, "recipe": RecipeConfig(phases=[phase])}
+    trainer = build_trainer(groups, run_dir, cache_dir=cache)
     trainer.show_progress = False
     recorder = Recorder(snapshot_dir)
     trainer.hooks.append(recorder)

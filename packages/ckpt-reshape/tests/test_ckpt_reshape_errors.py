@@ -112,13 +112,13 @@ def _train_root(tmp_path: Path, write_dcp, model: dict, states: list[dict]) -> P
     """A zaya-train checkpoint root: a DCP step folder, per-rank train states, the manifest, `latest`."""
     import pickle
 
-    from ckpt_reshape.train_manifest import write_train_manifest
+    from zaya_config.train_checkpoint.manifest import write_manifest
 
     root = tmp_path / "checkpoints"
     step = write_dcp({"model": model}, root / "step_00000001")
     for rank, state in enumerate(states):
         (step / f"train-rank{rank:05d}.pkl").write_bytes(pickle.dumps(state, protocol=5))
-    write_train_manifest(step, 1, len(states))
+    write_manifest(step, 1, len(states))
     (root / "latest").write_text("step_00000001\n")
     return root
 

@@ -35,13 +35,50 @@ def test_tp_ep_reshape_uses_the_plan_and_splits_sections(tmp_path: Path, tiny):
     assert compare(src, out).ok
     with open_checkpoint(out) as reader:
         chunks = reader.metadata.state_dict_metadata["model.layers.0.attn.qkv.weight"].chunks
-    # each TP rank holds half of every q | k | v section (64 local rows: 32 q, 16 k, 16 v); FSDP halves those
-    # rows, so one FSDP shard is the q half and the other the k and v halves: 2 TP x (1 + 2) rectangles
-    assert len(chunks) == 6
-    assert sorted(c.offsets[0] for c in chunks) == [0, 32, 64, 80, 96, 112]
+    # each TP rank holds half of every q | k | v_current | v_delayed section (64 local rows: 32 q, 16 k, 8 + 8 v,
+    # one KV head's); FSDP halves those rows, so one FSDP shard is the q half and the other the k and v halves:
+    # 2 TP x (1 + 3) rectangles
+    assert len(chunks) == 8
+    assert sorted(c.offsets[0] for c in chunks) == [0, 32, 64, 80, 96, 104, 112, 120]
     with pytest.raises(ReshapeError, match="cannot be split 4 ways"):  # tp must divide the 2 KV heads
         convert(src, tmp_path / "tp4.dcp", "dcp", ParallelLayout(tp=4), model_config="zaya1-tiny")
     assert not (tmp_path / "tp4.dcp").exists()
+
+
+def test_hf_named_checkpoints_split_by_zaya_models_plan_as_our_names_do(tmp_path: Path, tiny):
+    """HF names take zaya-model's `hf_parallel_plan`: tp=2 gives each rank the same rows of q, k and both value
+    halves as the fused tensor's sections under our names (no table of ZAYA names in ckpt-reshape)."""
+    src = tiny[2]
+    convert(src, tmp_path / "hf", "hf", model_config="zaya1-tiny")
+    (tmp_path / "hf" / "config.json").unlink()  # without it the reader keeps HF's names
+    convert(tmp_path / "hf", tmp_path / "hf_tp2.dcp", "dcp", ParallelLayout(tp=2), model_config="zaya1-tiny")
+    convert(src, tmp_path / "tp2.dcp", "dcp", ParallelLayout(tp=2), model_config="zaya1-tiny")
+    with open_checkpoint(tmp_path / "tp2.dcp") as reader:
+        fused = reader.metadata.state_dict_metadata["model.layers.1.attn.qkv.weight"].chunks
+        ours = sorted((c.offsets[0], c.sizes[0]) for c in fused)
+    prefix = "model.model.layers.1.self_attn.qkv_proj."
+    starts = {"q_proj": 0, "k_proj": 64, "v_proj_current": 96, "v_proj_delayed": 112}
+    with open_checkpoint(tmp_path / "hf_tp2.dcp") as reader:
+        assert reader.sidecar["split_table"] == "zaya_model.hf_parallel_plan"
+        theirs = sorted(
+            (start + c.offsets[0], c.sizes[0])
+            for part, start in starts.items()
+            for c in reader.metadata.state_dict_metadata[f"{prefix}{part}.weight"].chunks
+        )
+    assert ours == theirs == [(0, 32), (32, 32), (64, 16), (80, 16), (96, 8), (104, 8), (112, 8), (120, 8)]
+
+
+def test_pipeline_stages_come_from_zaya_models_plan(tiny):
+    """The final norm and the head go to the last stage because the plan says so (`ShardSpec.pipeline_stage`)."""
+    from ckpt_reshape.pieces import stage_of
+    from ckpt_reshape.zaya_names import default_split_table
+
+    cfg, _, src = tiny
+    with open_checkpoint(src) as reader:
+        table = default_split_table(reader.index, cfg)
+    names = ["model.embed.weight", "model.final_norm.weight", "model.lm_head.weight", "model.layers.1.attn.out.weight"]
+    stages = [stage_of(name, table.spec_for(name, (64, 64)), ParallelLayout(pp=2), 2) for name in names]
+    assert stages == [0, 1, 1, 1]
 
 
 def test_hf_export_loads_in_transformers_with_the_same_logits(tmp_path: Path, tiny):

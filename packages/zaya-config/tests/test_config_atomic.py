@@ -1,11 +1,22 @@
 """Atomic writes on real files: complete or absent, never half written, and no temporary left behind."""
 
+import os
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from zaya_config.atomic import write_atomic, write_bytes_atomic, write_dir_atomic, write_text_atomic
+from zaya_config.atomic import (
+    DestinationExists,
+    atomic_output,
+    durable_rename,
+    write_atomic,
+    write_bytes_atomic,
+    write_dir_atomic,
+    write_file_atomic,
+    write_text_atomic,
+)
 
 
 class Boom(RuntimeError):
@@ -89,6 +100,88 @@ def test_write_dir_error_keeps_old_folder_and_leaves_no_temp(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["store"]
 
 
+@pytest.fixture
+def fsynced(monkeypatch) -> list[str]:
+    """Names of what `os.fsync` was called on; the spy still syncs."""
+    seen: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        seen.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    return seen
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name fsynced descriptors")
+
+
+@needs_proc
+def test_durable_writes_fsync_the_data_and_the_folder(tmp_path, fsynced):
+    write_text_atomic(tmp_path / "out" / "a.txt", "a")
+    assert len(fsynced) == 2 and fsynced[0].startswith(".a.txt.") and fsynced[1] == "out"
+    fsynced.clear()
+    write_dir_atomic(tmp_path / "store", lambda folder: (folder / "meta").write_text("v1"))
+    assert "meta" in fsynced and fsynced[-1] == tmp_path.name
+
+
+@needs_proc
+def test_non_durable_writes_sync_nothing_and_are_still_whole(tmp_path, fsynced):
+    write_text_atomic(tmp_path / "a.txt", "old")
+    fsynced.clear()
+    write_text_atomic(tmp_path / "a.txt", "new", durable=False)
+    write_dir_atomic(tmp_path / "store", lambda folder: (folder / "meta").write_text("v1"), durable=False)
+    with atomic_output(tmp_path / "blob.bin", durable=False) as tmp:
+        tmp.write_bytes(b"blob")
+    assert fsynced == []
+    assert (tmp_path / "a.txt").read_text() == "new" and (tmp_path / "store" / "meta").read_text() == "v1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "blob.bin", "store"]
+
+
+def test_atomic_output_publishes_a_file_or_a_folder_under_its_name(tmp_path):
+    target = tmp_path / "model.pt"
+    with atomic_output(target) as tmp:
+        assert tmp.name == f".tmp.model.pt.{os.getpid()}" and not tmp.exists()
+        tmp.write_bytes(b"v1")
+    with atomic_output(target) as tmp:
+        tmp.write_bytes(b"v2")
+    assert target.read_bytes() == b"v2"
+    with atomic_output(target) as tmp:  # a folder replaces a file (two renames through .old.)
+        tmp.mkdir()
+        (tmp / "shard").write_bytes(b"v3")
+    assert (target / "shard").read_bytes() == b"v3"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pt"]
+
+
+def test_atomic_output_without_replace_refuses_an_output_that_appeared(tmp_path):
+    target = tmp_path / "out.dcp"
+    match = r"out\.dcp: appeared while it was being written"
+    with pytest.raises(DestinationExists, match=match), atomic_output(target, replace=False) as tmp:
+        tmp.mkdir()
+        target.mkdir()  # someone else got there first
+    assert [p.name for p in tmp_path.iterdir()] == ["out.dcp"] and not list(target.iterdir())
+
+
+def test_atomic_output_error_removes_the_temporary_and_a_stale_one(tmp_path):
+    target = tmp_path / "out.dcp"
+    stale = tmp_path / f".tmp.out.dcp.{os.getpid()}"
+    stale.mkdir()
+    (stale / "junk").write_text("from a killed run")
+    with pytest.raises(Boom), atomic_output(target) as tmp:
+        assert not tmp.exists()
+        tmp.mkdir()
+        raise Boom("interrupted")
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_proc
+def test_durable_rename_fsyncs_the_folder(tmp_path, fsynced):
+    (tmp_path / ".tmp.step").mkdir()
+    durable_rename(tmp_path / ".tmp.step", tmp_path / "step")
+    assert (tmp_path / "step").is_dir() and fsynced == [tmp_path.name]
+
+
 def test_importable_without_hydra_omegaconf_or_yaml(tmp_path):
     """GPU benchmark machines lack Hydra: `zaya_config.atomic` must import there (the package init is lazy)."""
     code = (
@@ -110,3 +203,22 @@ def test_package_exports_still_win_over_same_named_submodules():
 
     assert callable(zaya_config.compose) and callable(zaya_config.hardware)
     assert "cpu" in zaya_config.hardware_names()
+
+
+@needs_proc
+def test_write_file_hands_a_name_and_publishes_the_file_whole(tmp_path, fsynced):
+    """For writers that take a file name (safetensors, a compiler's -o): fsynced, shared mode, then renamed."""
+    target = tmp_path / "lib" / "model.bin"
+    assert write_file_atomic(target, lambda name: name.write_bytes(b"v1")) == target
+    assert target.read_bytes() == b"v1" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert fsynced == [".tmp.model.bin." + str(os.getpid()), "lib"]
+
+    def fails(name: Path) -> None:
+        name.write_bytes(b"half")
+        raise Boom("disk full")
+
+    with pytest.raises(Boom):
+        write_file_atomic(target, fails)
+    with pytest.raises(FileNotFoundError, match=r"the writer for .*model\.bin created no file"):
+        write_file_atomic(target, lambda name: None)
+    assert target.read_bytes() == b"v1" and [p.name for p in target.parent.iterdir()] == ["model.bin"]

@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 from bench_model import load_hf_twin
+from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig, ZayaDecoder, build_model, decode_bytes_per_token
 
 TARGETS = {"roofline_batch1_4_layers": 0.5, "roofline_batch1_40_layers": 0.4, "speedup_vs_hf_batch1": 10.0}
@@ -270,10 +271,7 @@ def main() -> None:
         "dtype": str(dtype),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    tmp = args.out / ".decode.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=1))
-    os.replace(tmp, args.out / "decode.json")
+    write_text_atomic(args.out / "decode.json", json.dumps(summary, indent=1))
     plot(rows, args.out / "decode.png")
     print(f"\n{'layers':>6} {'batch':>5} {'impl':<15}{'ms/token':>10}{'tokens/s':>11}{'GB/s':>9}{'roofline':>9}")
     for r in rows:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig, build_model, count_parameters, flops_per_token, to_hf_state_dict
 
 
@@ -211,10 +212,7 @@ def main() -> None:
         "train_speedup_vs_hf": best["train_tokens_per_s"] / hf_row["train_tokens_per_s"] if hf_row else None,
         "decode_speedup_vs_hf": best_decode / hf_row["decode_tokens_per_s"] if hf_row else None,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    tmp = args.out / ".bench_model.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, default=str))
-    os.replace(tmp, args.out / "bench_model.json")
+    write_text_atomic(args.out / "bench_model.json", json.dumps(summary, indent=2, default=str))
     _plot(results, args.out / "bench_model.png")
 
     print(f"\n{'impl':<24}{'train tok/s':>14}{'MFU':>8}{'decode tok/s':>14}{'peak GiB':>10}")

@@ -1,13 +1,17 @@
-"""Accounting: parameter counts (the paper's 8.3B / 760M), FLOPs per token, decode bytes."""
+"""Accounting: parameter counts (the paper's 8.3B / 760M), FLOPs per token, decode bytes, step traffic."""
+
+import dataclasses
 
 import pytest
 from zaya_model import (
     ZayaConfig,
+    ZayaModelError,
     attention_flops_per_token,
     build_model,
     count_parameters,
     decode_bytes_per_token,
     flops_per_token,
+    step_traffic,
 )
 
 
@@ -63,3 +67,37 @@ def test_decode_bytes_breakdown():
     weights = lambda d: d.expert_weights + d.dense_weights  # noqa: E731
     assert weights(many) / 64 < weights(one) / 4  # weight reads are shared by the batch
     assert many.kv_cache / 64 == one.kv_cache  # the KV cache is not
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_step_traffic_splits_the_accounted_step_per_layer_and_sequence(phase):
+    """Per-layer parts times layers (and sequences), plus the head, add back up to the step's total."""
+    cfg = ZayaConfig.from_preset("zaya1-base")
+    t = step_traffic(cfg, phase, batch=4, ctx=1024)
+    per_sequence = t.kv_read_bytes_per_sequence + (t.kv_write_bytes_per_sequence if phase == "prefill" else 0)
+    rebuilt = (
+        t.layers * (t.dense_bytes_per_layer + t.active_experts_per_layer * t.expert_bytes)
+        + t.head_bytes
+        + t.layers * t.batch_size * (per_sequence + t.state_bytes_per_sequence)
+    )
+    assert rebuilt == pytest.approx(t.accounting_bytes, rel=1e-6)
+    assert t.tokens == (4 if phase == "decode" else 4 * 1024) and t.state_read == (phase == "decode")
+    assert t.experts_per_layer == cfg.num_experts and 0 < t.active_experts_per_layer <= cfg.num_experts
+    if phase == "decode":
+        assert t.accounting_bytes == decode_bytes_per_token(cfg, 1024, 4).total
+        assert t.kv_write_bytes_per_sequence * 1024 == t.kv_read_bytes_per_sequence
+    assert set(t.per_layer()) == {f.name for f in dataclasses.fields(t)} - {"accounting_bytes", "flops"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("decoding", 1, 8), "step_traffic phase = 'decoding'; allowed: one of 'decode', 'prefill'"),
+        (("decode", 0, 8), "step_traffic batch = 0, dtype_bytes = 2; both must be >= 1"),
+        (("prefill", 1, 0), "step_traffic ctx = 0; a decode needs >= 0 cached positions, a prefill >= 1 token"),
+    ],
+)
+def test_step_traffic_rejects_bad_arguments_by_name(args, message):
+    with pytest.raises(ZayaModelError) as err:
+        step_traffic(ZayaConfig.from_preset("zaya1-tiny"), *args)
+    assert str(err.value) == message

@@ -1,11 +1,23 @@
 """HF-layout checkpoints: folder round trips (single file, sharded), the key map, bad checkpoints."""
 
 import json
+import re
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from zaya_model import ZayaModelError, hf_keys, load_hf, parallel_plan, save_hf, spec_for, to_hf_state_dict
+from zaya_model import (
+    ShardSpec,
+    ZayaModelError,
+    build_model,
+    hf_keys,
+    hf_parallel_plan,
+    load_hf,
+    parallel_plan,
+    save_hf,
+    spec_for,
+    to_hf_state_dict,
+)
 
 
 @pytest.fixture
@@ -69,6 +81,60 @@ def test_parallel_plan_covers_every_key(model, small_config):
             spec_for(key, plan)
     spec = spec_for("layers.2.moe.experts.gate_up", parallel_plan(model.config))
     assert (spec.ep_dim, spec.tp_dim, spec.sections) == (0, 1, (32, 32))
+    assert spec_for("final_norm.weight", parallel_plan(model.config)).pipeline_stage == "last"
+    assert spec_for("layers.3.attn.out.weight", parallel_plan(model.config)).granule == model.config.head_dim
+
+
+def _tp_piece(tensor: torch.Tensor, spec: ShardSpec, tp: int, rank: int) -> torch.Tensor:
+    """Rank `rank`'s piece of `tensor` under `spec`: each section cut tp ways, never inside a granule."""
+    if spec.tp_dim is None:
+        return tensor
+    sections = tensor.split(list(spec.sections or (tensor.shape[spec.tp_dim],)), dim=spec.tp_dim)
+    pieces = []
+    for section, granule in zip(sections, spec.section_granules(), strict=True):
+        assert section.shape[spec.tp_dim] % (tp * granule) == 0
+        pieces.append(section.chunk(tp, dim=spec.tp_dim)[rank])
+    return torch.cat(pieces, dim=spec.tp_dim)
+
+
+def test_hf_parallel_plan_splits_hf_tensors_as_the_plan_splits_ours(small_config):
+    """tp=2: rank r's HF tensors cut by `hf_parallel_plan` are rank r's fused tensors (cut by `parallel_plan`)
+    split into HF parts; each section's granule is one head of it (half a value head in each value half)."""
+    cfg = small_config(attention_bias=True, tie_word_embeddings=False, lm_head_bias=True)
+    torch.manual_seed(0)
+    state = {k: torch.randn(v.shape) for k, v in build_model(cfg).state_dict().items()}
+    plan, hf_plan = parallel_plan(cfg), hf_parallel_plan(cfg)
+    hf_state = hf_keys.to_hf_tensors(state, cfg)
+    assert cfg.num_key_value_heads % 2 == 0 and len(hf_state) > 20
+    for rank in range(2):
+        ours = {k: _tp_piece(v, spec_for(k, plan), 2, rank) for k, v in state.items()}
+        for mapping in hf_keys.key_map(cfg):
+            parts = [_tp_piece(hf_state[h], spec_for(h, hf_plan), 2, rank) for h in mapping.hf]
+            if mapping.concat_dim is None:
+                assert torch.equal(parts[0], ours[mapping.ours]), mapping.ours
+            else:
+                local = dict(zip(mapping.hf, ours[mapping.ours].split(
+                    [s // 2 for s in mapping.sizes], dim=mapping.concat_dim), strict=True))  # fmt: skip
+                assert all(torch.equal(p, local[h]) for p, h in zip(parts, mapping.hf, strict=True)), mapping.ours
+    qkv = spec_for("layers.0.attn.qkv.weight", plan)
+    heads = [cfg.num_attention_heads, *(cfg.num_key_value_heads,) * 3]
+    assert [n // g for n, g in zip(qkv.sections, qkv.section_granules(), strict=True)] == heads
+    assert spec_for("model.layers.1.self_attn.qkv_proj.v_proj_delayed.weight", hf_plan).granule == cfg.head_dim // 2
+    assert spec_for("lm_head.weight", hf_plan).pipeline_stage == "last"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tp_style": "diagonal"}, "ShardSpec.tp_style = 'diagonal'; allowed: one of column, row, vocab, replicate"),
+        ({"tp_style": "row", "pipeline_stage": "middle"}, "ShardSpec.pipeline_stage = 'middle'; allowed: one of first"),
+        ({"tp_style": "column", "sections": (4, 4), "granule": (2,)}, "ShardSpec.granule = (2,): one granule per"),
+        ({"tp_style": "column", "granule": 0}, "ShardSpec.granule = 0; allowed: rows >= 1"),
+    ],
+)
+def test_shard_spec_rejects_bad_fields_by_name(kwargs, message):
+    with pytest.raises(ZayaModelError, match=re.escape(message)):
+        ShardSpec(**kwargs)
 
 
 def _broken(tmp_path, model, edit):

@@ -32,19 +32,28 @@ def test_base_preset_has_the_paper_dims():
 @pytest.mark.parametrize(
     ("overrides", "needle"),
     [
-        ({"num_attention_heads": 6, "num_key_value_heads": 4}, "model.num_attention_heads = 6"),
-        ({"num_experts_per_tok": 5}, "model.num_experts_per_tok = 5"),
-        ({"head_dim": 6, "partial_rotary_factor": 0.5}, "model.head_dim = 6"),
-        ({"partial_rotary_factor": 1.5}, "model.partial_rotary_factor = 1.5"),
-        ({"hidden_size": 0}, "model.hidden_size = 0"),
-        ({"moe_backend": "cuda-magic"}, "model.moe_backend = 'cuda-magic'"),
-        ({"eos_token_id": 10_000}, "model.eos_token_id = 10000"),
+        ({"num_attention_heads": 6, "num_key_value_heads": 4}, "num_attention_heads = 6"),
+        ({"num_experts_per_tok": 5}, "num_experts_per_tok = 5"),
+        ({"head_dim": 6, "partial_rotary_factor": 0.5}, "head_dim = 6"),
+        ({"partial_rotary_factor": 1.5}, "partial_rotary_factor = 1.5"),
+        ({"hidden_size": 0}, "hidden_size = 0"),
+        ({"moe_backend": "cuda-magic"}, "moe_backend = 'cuda-magic'"),
+        ({"eos_token_id": 10_000}, "eos_token_id = 10000"),
     ],
 )
 def test_inconsistent_configs_fail_at_construction(overrides, needle):
     with pytest.raises(ZayaModelError, match="allowed") as err:
         ZayaConfig.from_preset("zaya1-tiny", **overrides)
     assert needle in str(err.value)
+
+
+def test_composed_configs_name_the_model_group():
+    from omegaconf import OmegaConf
+    from zaya_config import ZayaConfigError, validate_config
+
+    cfg = OmegaConf.create({"model": {"hidden_size": 0}})
+    with pytest.raises(ZayaConfigError, match=r"invalid config: model\.hidden_size = 0"):
+        validate_config(cfg)
 
 
 def test_unknown_preset_and_unknown_key():

@@ -133,7 +133,7 @@ def test_skip_target_resolves_from_config(small_config, target, value):
 
 @pytest.mark.parametrize("bad", [1.0, -0.1, True])
 def test_skip_target_is_validated(small_config, bad):
-    with pytest.raises(ZayaModelError, match=r"model\.skip_rate_target"):
+    with pytest.raises(ZayaModelError, match=r"invalid config: skip_rate_target"):
         small_config(skip_rate_target=bad)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 SRC = [str(Path(__file__).resolve().parents[2] / p / "src") for p in ("zaya-train", "zaya-model", "zaya-config")]
 sys.path[:0] = [p for p in SRC if p not in sys.path]
 
-from zaya_train.checkpoint.layout import read_latest  # noqa: E402
+from zaya_config.train_checkpoint.layout import read_latest  # noqa: E402
 from zaya_train.resilience.drill import FINAL_STATE_NAME  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}

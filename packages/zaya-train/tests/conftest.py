@@ -22,7 +22,7 @@ def make_trainer(tmp_path: Path, tiny_sources):
     """Build a real Trainer (zaya1-tiny, byte tokenizer) from overrides of TrainConfig and a phase list."""
     from zaya_config import hardware
     from zaya_model import ZayaConfig
-    from zaya_train.build import create_trainer
+    from zaya_train.build import build_trainer
     from zaya_train.config import CheckpointConfig, DataConfig, EvalConfig, TrainConfig
     from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
 
@@ -49,15 +49,8 @@ def make_trainer(tmp_path: Path, tiny_sources):
         recipe = RecipeConfig(name="test", phases=phases)
         recipe.validate()
         model_cfg = ZayaConfig.from_preset("zaya1-tiny", **(model_overrides or {}))
-        trainer = create_trainer(
-            model_cfg,
-            train,
-            recipe,
-            run_dir or tmp_path / "run",
-            cache_dir=tmp_path / "cache",
-            ctx=ctx,
-            hardware=hardware("cpu"),
-        )
+        groups = {"model": model_cfg, "train": train, "recipe": recipe, "hardware": hardware("cpu")}
+        trainer = build_trainer(groups, run_dir or tmp_path / "run", cache_dir=tmp_path / "cache", ctx=ctx)
         trainer.show_progress = False
         made.append(trainer)
         return trainer

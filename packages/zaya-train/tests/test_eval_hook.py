@@ -49,9 +49,12 @@ def test_an_unknown_task_fails_before_the_first_step(tmp_path, pretrain):
     [("every_steps", 0, "eval.downstream.every_steps = 0"), ("limit", -3, "eval.downstream.limit = -3")],
 )
 def test_bad_settings_are_named_with_their_full_key(field, value, message):
+    with pytest.raises(ValueError, match=message.removeprefix("eval.downstream.")):  # refused when built
+        DownstreamConfig(tasks=["zaya"], **{field: value})
     train = TrainConfig(
         data=DataConfig(sources={"code": SourceConfig()}),
-        eval=EvalConfig(downstream=DownstreamConfig(tasks=["zaya"], **{field: value})),
+        eval=EvalConfig(downstream=DownstreamConfig(tasks=["zaya"])),
     )
+    setattr(train.eval.downstream, field, value)  # changed after building: the tree's check names the full key
     with pytest.raises(ValueError, match=message):
         train.validate()

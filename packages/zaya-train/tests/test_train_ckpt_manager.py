@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from zaya_config.train_checkpoint.layout import read_latest, step_dirs
 from zaya_train.checkpoint import CheckpointManager, CorruptCheckpointWarning
-from zaya_train.checkpoint.layout import read_latest, step_dirs
 
 
 def _model_and_optim(seed: int = 0) -> tuple[torch.nn.Module, torch.optim.Optimizer]:

@@ -1,7 +1,7 @@
 """Real 2-process gloo runs under torchrun: DDP, DDP + ZeRO-1 and FSDP2 match one process with the same
 global batch (same data per step, same losses, same weights within fp32 tolerance), and each strategy's
 sharded checkpoint loads back into a fresh trainer exactly. A 2-rank ZeRO-1 checkpoint resumes bitwise on
-2 ranks and, by parameter name, on 1 and 3 ranks; the older pickled ZeRO-1 form still resumes on 2."""
+2 ranks and, by parameter name, on 1 and 3 ranks."""
 
 import pickle
 import shutil
@@ -86,20 +86,18 @@ def _run_dir_from(snapshot: Path, run_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def zero1_reference(tmp_path_factory):
-    """An uninterrupted 2-rank ZeRO-1 run of 5 steps, and copies of its checkpoint root at step 3, as written
-    now and in the older pickled form."""
+    """An uninterrupted 2-rank ZeRO-1 run of 5 steps, and a copy of its checkpoint root at step 3."""
     tmp = tmp_path_factory.mktemp("zero1")
-    snap, legacy = tmp / "snapshot", tmp / "legacy"
-    ref = _run(tmp, "reference", 2, *ZERO1_RANKS, "--snapshot-at", "3", "--snapshot", str(snap),
-               "--legacy-snapshot", str(legacy))  # fmt: skip
+    snap = tmp / "snapshot"
+    ref = _run(tmp, "reference", 2, *ZERO1_RANKS, "--snapshot-at", "3", "--snapshot", str(snap))
     assert sorted(ref["step_losses"]) == [1, 2, 3, 4, 5]
-    return tmp, ref, snap, legacy
+    return tmp, ref, snap
 
 
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_zero1_checkpoint_holds_logical_optimizer_state(zero1_reference):
-    tmp, _, snap, _ = zero1_reference
+    tmp, _, snap = zero1_reference
     step3 = snap / "step_00000003"
     for rank in range(2):  # no optimizer shard in the pickled train state any more
         assert "zero1_optim" not in pickle.loads((step3 / f"train-rank{rank:05d}.pkl").read_bytes())
@@ -119,14 +117,13 @@ def test_zero1_checkpoint_holds_logical_optimizer_state(zero1_reference):
 
 @pytest.mark.distributed
 @pytest.mark.slow
-@pytest.mark.parametrize("form", ["now", "legacy"])
-def test_zero1_resume_on_same_world_is_bitwise(zero1_reference, form: str):
-    tmp, ref, snap, legacy = zero1_reference
-    run_dir = _run_dir_from(snap if form == "now" else legacy, tmp / f"resume2-{form}")
-    got = _run(tmp, f"resume2-{form}", 2, *ZERO1_RANKS, "--run-dir", str(run_dir))
+def test_zero1_resume_on_same_world_is_bitwise(zero1_reference):
+    tmp, ref, snap = zero1_reference
+    run_dir = _run_dir_from(snap, tmp / "resume2")
+    got = _run(tmp, "resume2", 2, *ZERO1_RANKS, "--run-dir", str(run_dir))
     assert got["start_step"] == 3 and got["step_losses"] == {s: ref["step_losses"][s] for s in (4, 5)}
     assert all(torch.equal(got["weights"][k], ref["weights"][k]) for k in ref["weights"])
-    # the step-5 checkpoint (new form, also after resuming the legacy one) equals the uninterrupted run's bit for bit
+    # the step-5 checkpoint equals the uninterrupted run's bit for bit
     want, have = (_logical(d / "checkpoints" / "step_00000005", tmp) for d in (tmp / "run-reference", run_dir))
     assert want["model"].keys() == have["model"].keys()
     assert all(torch.equal(want["model"][k], have["model"][k]) for k in want["model"])
@@ -141,7 +138,7 @@ def test_zero1_resume_on_same_world_is_bitwise(zero1_reference, form: str):
 @pytest.mark.slow
 @pytest.mark.parametrize("world", [1, 3])
 def test_zero1_checkpoint_resumes_on_another_world_size(zero1_reference, world: int):
-    tmp, ref, snap, _ = zero1_reference
+    tmp, ref, snap = zero1_reference
     run_dir = _run_dir_from(snap, tmp / f"resume{world}")
     # one process has no process group: it resumes into the unsharded optimizer (`strategy: single`)
     ranks = ["--strategy", "single", *ZERO1] if world == 1 else ZERO1_RANKS
@@ -160,19 +157,3 @@ def test_zero1_checkpoint_resumes_on_another_world_size(zero1_reference, world: 
     assert sorted(got["step_losses"]) == [4, 5]
     for step in (4, 5):
         assert got["step_losses"][step] == pytest.approx(ref["step_losses"][step], rel=1e-6, abs=0)
-
-
-@pytest.mark.distributed
-@pytest.mark.slow
-@pytest.mark.parametrize("world", [1, 3])
-def test_older_zero1_checkpoint_elsewhere_names_its_file(zero1_reference, world: int):
-    tmp, _, _, legacy = zero1_reference
-    run_dir = _run_dir_from(legacy, tmp / f"legacy{world}")
-    ranks = ["--strategy", "single", *ZERO1] if world == 1 else ZERO1_RANKS
-    stderr = _run(tmp, f"legacy{world}", world, *ranks, "--run-dir", str(run_dir), fails=True)
-    here = "1 ranks without ZeRO-1" if world == 1 else "3 ranks"
-    assert (
-        f"step_00000003/train-rank00000.pkl: holds a ZeRO-1 optimizer shard in the older pickled form, "
-        f"partitioned for 2 ranks; this run has {here}"
-    ) in stderr.replace("\n", " ")
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["latest", "step_00000003"]

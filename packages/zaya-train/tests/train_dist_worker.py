@@ -2,8 +2,7 @@
 zaya1-tiny under the given strategy; rank 0 writes the losses and the full weights to --out.
 
 With --snapshot-at K --snapshot DIR, rank 0 copies the committed checkpoint root after step K (training goes
-on); with --legacy-snapshot DIR too, every rank also writes step K as zaya-train wrote ZeRO-1 checkpoints
-before they became reshardable (model in DCP, each rank's ZeRO-1 shard in its pickled train state). A run dir that already holds checkpoints (--run-dir) resumes from them; rank 0 then also writes the
+on). A run dir that already holds checkpoints (--run-dir) resumes from them; rank 0 then also writes the
 optimizer state every rank holds right after the resume, by parameter name, and which rank holds it."""
 
 import argparse
@@ -14,7 +13,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from zaya_model import ZayaConfig
-from zaya_train.build import create_trainer
+from zaya_train.build import build_trainer
 from zaya_train.config import CheckpointConfig, DataConfig, DistributedConfig, EvalConfig, SourceConfig, TrainConfig
 from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
 
@@ -38,8 +37,8 @@ def _optimizer_state_by_name(trainer) -> dict[str, dict[str, torch.Tensor]]:
 class Recorder:
     """Trainer hook: each step's loss, the optimizer state after a resume, the snapshot copy."""
 
-    def __init__(self, snapshot_at: int | None, snapshot: Path | None, legacy_snapshot: Path | None) -> None:
-        self.snapshot_at, self.snapshot, self.legacy_snapshot = snapshot_at, snapshot, legacy_snapshot
+    def __init__(self, snapshot_at: int | None, snapshot: Path | None) -> None:
+        self.snapshot_at, self.snapshot = snapshot_at, snapshot
         self.start_step: int | None = None
         self.resumed_optim: dict[int, dict] = {}  # rank -> {fqn: {name: tensor}}
         self.losses: dict[int, float] = {}
@@ -62,14 +61,6 @@ class Recorder:
             return
         if trainer.ctx.is_rank0:
             shutil.copytree(trainer.checkpoints.root, self.snapshot)  # this step's save is committed
-        if self.legacy_snapshot is not None:
-            from torch.distributed.checkpoint.state_dict import get_model_state_dict
-            from zaya_train.checkpoint import CheckpointManager
-
-            legacy = CheckpointManager(self.legacy_snapshot, keep_last=1)
-            train_state = {**trainer.train_state(), "zero1_optim": trainer.optimizer.optim.state_dict()}
-            legacy.save(trainer.progress.step, {"model": get_model_state_dict(trainer.model), "train": train_state})
-            legacy.close()
 
 
 def main() -> None:
@@ -84,7 +75,6 @@ def main() -> None:
     parser.add_argument("--checkpoint-every", type=int, default=2)
     parser.add_argument("--snapshot-at", type=int, default=None)
     parser.add_argument("--snapshot", type=Path, default=None)
-    parser.add_argument("--legacy-snapshot", type=Path, default=None)
     parser.add_argument("--run-dir", type=Path, default=None)
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
@@ -117,16 +107,17 @@ def main() -> None:
         ]
     )
     run_dir = args.run_dir or args.out.parent / f"run-{args.out.stem}"
-    trainer = create_trainer(ZayaConfig.from_preset("zaya1-tiny"), train, recipe, run_dir, cache_dir=args.cache)
+    groups = {"model": ZayaConfig.from_preset("zaya1-tiny"), "train": train, "recipe": recipe}
+    trainer = build_trainer(groups, run_dir, cache_dir=args.cache)
     trainer.log_every = 1
     trainer.show_progress = False
-    recorder = Recorder(args.snapshot_at, args.snapshot, args.legacy_snapshot)
+    recorder = Recorder(args.snapshot_at, args.snapshot)
     trainer.hooks.append(recorder)
     summary = trainer.run()
     full = _full_weights(trainer)
     trainer.close()
     # A fresh trainer on the same run dir resumes this strategy's sharded checkpoint of the last step.
-    again = create_trainer(ZayaConfig.from_preset("zaya1-tiny"), train, recipe, run_dir, cache_dir=args.cache)
+    again = build_trainer(groups, run_dir, cache_dir=args.cache)
     resumed_step = again.progress.step if again.resume() else None
     reloaded = _full_weights(again)
     again.close()

@@ -1,9 +1,9 @@
-"""Checksums of logical tensors (layout- and format-independent: the hash of the row-major bytes) and files.
+"""Checksums of logical tensors (layout- and format-independent: the hash of the row-major bytes) and entries.
 
 Tensors and entries are hashed with BLAKE3 when the `blake3` package is installed (about five times faster
 than sha256 on one core, which matters because every byte of a conversion is hashed), else with sha256.
 The sidecar names the algorithm (`checksum_algorithm`); sidecars from before it carry `sha256` per tensor.
-Whole files (zaya-train's manifest) always use sha256, zaya-train's own choice.
+Whole files (zaya-train's manifest, `zaya_config.train_checkpoint.manifest`) use sha256, its format's choice.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import torch
 
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.torch_zip import byte_view
-
-_FILE_CHUNK = 8 << 20
 
 try:
     import blake3 as _blake3
@@ -87,12 +85,3 @@ class RecordedChecksums:
                 f"(corrupt, truncated or missing data); nothing was written. `zaya ckpt verify {self.path}` "
                 "lists every damaged entry"
             )
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while chunk := stream.read(_FILE_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()

@@ -12,29 +12,31 @@ therefore a copy block for streamed tensors and at most about twice the largest 
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from zaya_config.atomic import DestinationExists, atomic_output, fsync_path
+from zaya_config.train_checkpoint.layout import LATEST_NAME, parse_step, train_state_files, write_latest
+from zaya_config.train_checkpoint.manifest import find_manifest, write_manifest
 
-from ckpt_reshape.atomic import atomic_output, check_destination
 from ckpt_reshape.checksums import DEFAULT_ALGORITHM, RecordedChecksums, bytes_checksum, tensor_checksum
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats import FORMATS, WRITERS, CheckpointReader, open_checkpoint
-from ckpt_reshape.formats.base import SIDECAR_FORMAT, fsync_path
+from ckpt_reshape.formats.base import SIDECAR_FORMAT, write_bytes_file
 from ckpt_reshape.index import CheckpointIndex, dtype_name
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout
 from ckpt_reshape.row_blocks import RowReader, copy_rows
 from ckpt_reshape.splits import SplitTable
 from ckpt_reshape.stream_copy import Extent, StreamCopier
-from ckpt_reshape.train_manifest import read_train_manifest, write_train_manifest
-from ckpt_reshape.train_state import reshape_train_states, train_state_files
+from ckpt_reshape.train_state import reshape_train_states
 from ckpt_reshape.zaya_names import default_split_table, key_map_for, model_config_for
 
 _HEX_PLACEHOLDER = "0" * 64
@@ -140,12 +142,12 @@ def convert(
     """Convert `src` (any format) into `dst` in format `to` with `layout` (default: the source's layout).
 
     `durable=False` skips the fsyncs (as `cp` does): the output still appears atomically, but may sit in the
-    page cache for a while after this returns; see `atomic.py`.
+    page cache for a while after this returns; see `zaya_config.atomic`.
     """
     if to not in FORMATS:
         raise ReshapeError(f"unknown target format {to!r}; choose one of {', '.join(FORMATS)}")
     src, dst = Path(src), Path(dst)
-    check_destination(dst, force, src)
+    _check_destination(dst, force, src)
     writer_cls = WRITERS[to]
     with open_checkpoint(src) as reader:
         index, dropped = _target_index(reader, model_only or writer_cls.model_only, hf_config)
@@ -159,17 +161,17 @@ def convert(
             options.setdefault("key_map", key_map_for(index, cfg))
         pieces = plan_layout(index, table, layout)  # raises before anything is written
         sidecar = _sidecar(to, index, layout, table, src)
-        train_manifest = read_train_manifest(reader.path) if to == "dcp" and reader.format_name == "dcp" else None
+        train_manifest = find_manifest(reader.path) if to == "dcp" and reader.format_name == "dcp" else None
         train_states = {}
         if train_manifest is not None:  # per-rank trainer state for the new world size, checked before writing
             train_states = reshape_train_states(reader.path, train_manifest.get("world_size"), layout.world_size)
-        with atomic_output(dst, force, durable) as out:
+        with _published(dst, force, durable) as out:
             tmp = out
-            if train_manifest is not None and reader.path != src and (src / "latest").is_file():
+            if train_manifest is not None and reader.path != src and (src / LATEST_NAME).is_file():
                 # a zaya-train root in, a zaya-train root out: the step folder plus its `latest` pointer
                 out.mkdir()
                 tmp = out / reader.path.name
-                (out / "latest").write_text(reader.path.name + "\n", encoding="utf-8")
+                write_latest(out, parse_step(reader.path.name), durable=durable)
             writer = writer_cls(tmp, index, pieces, layout, **options)
             writer.durable = durable
             if hasattr(writer, "reserve_sidecar"):
@@ -187,9 +189,29 @@ def convert(
                 _write_train_files(reader, tmp, train_states, durable)
             writer.finish(sidecar)
             if train_manifest is not None:
-                write_train_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size, durable)
+                write_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size, durable=durable)
     dropped += getattr(writer, "dropped", [])
     return ConvertResult(dst, to, layout, len(index.tensors), len(index.objects), written, dropped)
+
+
+def _check_destination(dst: Path, force: bool, src: Path) -> None:
+    """Refuse to overwrite without `force`, and refuse to write over the source in any case."""
+    if dst.resolve() == src.resolve():
+        raise ReshapeError(f"{dst}: destination is the source; the source is never modified, pick another path")
+    if dst.exists() and not force:
+        raise ReshapeError(f"{dst}: already exists; pass --force to replace it")
+    if not dst.parent.is_dir():
+        raise ReshapeError(f"{dst.parent}: destination's parent folder does not exist")
+
+
+@contextmanager
+def _published(dst: Path, force: bool, durable: bool) -> Iterator[Path]:
+    """`zaya_config.atomic.atomic_output`: the output appears whole under `dst` or not at all."""
+    try:
+        with atomic_output(dst, replace=force, durable=durable) as tmp:
+            yield tmp
+    except DestinationExists:
+        raise ReshapeError(f"{dst}: appeared while converting; pass --force to replace it") from None
 
 
 def _write_train_files(reader: CheckpointReader, folder: Path, train_states: dict[str, bytes], durable: bool) -> None:
@@ -202,11 +224,7 @@ def _write_train_files(reader: CheckpointReader, folder: Path, train_states: dic
             if durable:
                 fsync_path(folder / rel)
     for name, payload in train_states.items():
-        with open(folder / name, "wb") as stream:
-            stream.write(payload)
-            stream.flush()
-            if durable:
-                os.fsync(stream.fileno())
+        write_bytes_file(folder / name, payload, durable)
 
 
 def _stream_tensors(reader, writer, index, sidecar, recorded, io_threads, memory_budget_bytes, progress) -> int:

@@ -81,8 +81,8 @@ def _tp_segments(meta: TensorMeta, spec: SplitSpec, segments: Segments, tp: int,
             f"is {meta.shape[dim]}; the plan was built for another model config: pass --model-config PRESET|config.json"
         )
     out, base = [], 0
-    for length in sections:
-        part = _cut(meta, dim, length, tp, spec.tp_granule, f"tp={tp}")
+    for section, length in enumerate(sections):
+        part = _cut(meta, dim, length, tp, spec.section_granule(section), f"tp={tp}")
         out += _select(segments, base + tp_rank * part, part)
         base += length
     return out

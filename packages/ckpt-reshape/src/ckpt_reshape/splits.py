@@ -6,8 +6,9 @@ name or any dotted suffix of it) to a `SplitSpec`. Optimizer state inherits the 
 (`optim.state.<param fqn>.<state>`), so Adam moments and Muon momentum move with their weights; scalar
 state (step counters) is replicated on the parameter's pipeline stage.
 
-The table comes from `zaya_model.parallel_plan(cfg)` when zaya-model provides it (see `zaya_names`), else
-from the built-in ZAYA1 table below, else (any other model) nothing is split by TP and only FSDP applies.
+For ZAYA checkpoints the table is zaya-model's shard plan (`zaya_model.parallel_plan`, or `hf_parallel_plan`
+for HF names; see `zaya_names`), taken spec for spec: ckpt-reshape knows no ZAYA tensor names. Any other
+model gets a generic table (EP for `experts.*`, no TP) or a plan of its own (`table_from_plan`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from ckpt_reshape.errors import ReshapeError
+
+if TYPE_CHECKING:
+    from zaya_model.parallel import ShardSpec
 
 _LAYER_RE = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 _OPTIM_STATE = "optim.state."
@@ -24,11 +29,14 @@ _OPTIM_STATE = "optim.state."
 
 @dataclass(frozen=True)
 class SplitSpec:
-    """How one logical tensor is split; `tp_granule` is the unit TP may not cut (e.g. a head's rows)."""
+    """How one logical tensor is split: a `zaya_model.ShardSpec` resolved for one checkpoint entry.
+
+    `tp_granule` is the unit TP may not cut (e.g. a head's rows), one per section where they differ.
+    """
 
     tp_dim: int | None = None
-    tp_kind: str | None = None  # "column" (output dim) or "row" (input dim); informational
-    tp_granule: int = 1
+    tp_kind: str | None = None  # "column" (output dim), "row" (input dim), "vocab"; informational
+    tp_granule: int | tuple[int, ...] = 1
     tp_sections: tuple[int, ...] | None = None  # fused tensors: each section is cut tp ways separately
     expert: bool = False  # dim 0 is the global expert id; EP ranks own contiguous expert ranges
     pp_place: str = "first"  # non-layer tensors: "first" or "last" pipeline stage
@@ -42,7 +50,9 @@ class SplitSpec:
         parts = []
         if self.tp_dim is not None:
             details = [self.tp_kind] if self.tp_kind else []
-            if self.tp_granule > 1:
+            if isinstance(self.tp_granule, tuple):
+                details.append("units of " + "|".join(map(str, self.tp_granule)))
+            elif self.tp_granule > 1:
                 details.append(f"units of {self.tp_granule}")
             if self.tp_sections:
                 details.append("sections " + "|".join(map(str, self.tp_sections)))
@@ -52,6 +62,10 @@ class SplitSpec:
         if self.pp_place == "last":
             parts.append("last PP stage")
         return "; ".join(parts) or "replicated"
+
+    def section_granule(self, section: int) -> int:
+        """The granule of one TP section."""
+        return self.tp_granule[section] if isinstance(self.tp_granule, tuple) else self.tp_granule
 
 
 REPLICATED = SplitSpec()
@@ -100,58 +114,36 @@ def layer_of(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def zaya_builtin_table(head_dim: int = 1) -> SplitTable:
-    """ZAYA1 split rules written from the HF `zaya` module layout (used when zaya-model has no plan)."""
-    if head_dim < 1:
-        raise ReshapeError(f"head_dim={head_dim} must be >= 1")
-    col = SplitSpec(tp_dim=0, tp_kind="column", tp_granule=head_dim)
-    half_col = SplitSpec(tp_dim=0, tp_kind="column", tp_granule=max(head_dim // 2, 1))
-    rules = [
-        ("embed_tokens.weight", SplitSpec(tp_dim=0, tp_kind="column")),  # vocab parallel
-        ("lm_head.weight", SplitSpec(tp_dim=0, tp_kind="column", pp_place="last")),
-        ("norm.weight", SplitSpec(pp_place="last")),
-        ("*.qkv_proj.q_proj.weight", col),
-        ("*.qkv_proj.k_proj.weight", col),
-        ("*.qkv_proj.v_proj_current.weight", half_col),
-        ("*.qkv_proj.v_proj_delayed.weight", half_col),
-        ("*.self_attn.qk_norm.temp", SplitSpec(tp_dim=0, tp_kind="column")),
-        ("*.self_attn.o_proj.weight", SplitSpec(tp_dim=1, tp_kind="row", tp_granule=head_dim)),
-        ("*.mlp.experts.gate_up_proj", SplitSpec(expert=True)),
-        ("*.mlp.experts.down_proj", SplitSpec(expert=True)),
-    ]
-    return SplitTable(rules, source="ckpt_reshape builtin ZAYA1 table")
+def table_from_plan(plan: dict, source: str) -> SplitTable:
+    """Build a table from a plan mapping key patterns to a `zaya_model.ShardSpec`, a `SplitSpec`, or for
+    other models "column" / "row" / "expert" / "replicate" or a dict with any of `tp_dim`, `tp_kind`,
+    `tp_granule`, `expert`, `pp_place` (also `style`/`dim` synonyms)."""
+    return SplitTable([(pattern, _spec_from_plan_value(pattern, value)) for pattern, value in plan.items()], source)
 
 
-def table_from_plan(plan: dict, source: str, granule: int = 1) -> SplitTable:
-    """Build a table from a plan mapping key patterns to "column" / "row" / "expert" / dicts.
+def from_shard_spec(pattern: str, spec: ShardSpec) -> SplitSpec:
+    """zaya-model's `ShardSpec`, field for field."""
+    if spec.ep_dim not in (None, 0):
+        raise ReshapeError(f"parallel plan entry {pattern!r}: experts on dim {spec.ep_dim}; only dim 0 is supported")
+    if spec.tp_style == "replicate" or spec.tp_dim is None:
+        return SplitSpec(expert=spec.ep_dim == 0, pp_place=spec.pipeline_stage)
+    return SplitSpec(
+        tp_dim=spec.tp_dim,
+        tp_kind=spec.tp_style,
+        tp_granule=spec.granule,
+        tp_sections=tuple(spec.sections) if spec.sections else None,
+        expert=spec.ep_dim == 0,
+        pp_place=spec.pipeline_stage,
+    )
 
-    Accepted values per pattern: "column", "row", "expert", "replicate", or a dict with any of
-    `tp_dim`, `tp_kind`, `tp_granule`, `expert`, `pp_place` (also `style`/`dim` synonyms).
-    """
-    rules: list[tuple[str, SplitSpec]] = []
-    for pattern, value in plan.items():
-        rules.append((pattern, _spec_from_plan_value(pattern, value, granule)))
-    return SplitTable(rules, source=source)
 
+def _spec_from_plan_value(pattern: str, value: object) -> SplitSpec:
+    from zaya_model.parallel import ShardSpec  # here: only ZAYA plans need the model package
 
-def _spec_from_plan_value(pattern: str, value: object, granule: int = 1) -> SplitSpec:
     if isinstance(value, SplitSpec):
         return value
-    if hasattr(value, "tp_style"):  # zaya_model.ShardSpec (duck-typed: zaya-model is optional)
-        style = value.tp_style
-        if style == "replicate" or value.tp_dim is None:
-            return SplitSpec(expert=value.ep_dim == 0)
-        sections = tuple(value.sections) if value.sections else None
-        per_head = style in {"column", "row"} and "experts" not in pattern and "key_temperature" not in pattern
-        heads = granule if per_head else 1
-        return SplitSpec(
-            tp_dim=value.tp_dim,
-            tp_kind=style,
-            tp_granule=heads,
-            tp_sections=sections,
-            expert=value.ep_dim == 0,
-            pp_place="last" if pattern.startswith(("final_norm", "lm_head")) else "first",
-        )
+    if isinstance(value, ShardSpec):
+        return from_shard_spec(pattern, value)
     if isinstance(value, str):
         style = value.lower()
         if style in {"column", "colwise"}:

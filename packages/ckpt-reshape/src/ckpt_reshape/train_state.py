@@ -12,8 +12,8 @@ sampler positions disagree. Current zaya-train saves ZeRO-1 state in the DCP che
 checkpoint reshapes like DDP and its train states hold nothing per world size but the RNG states.
 
 The files are unpickled by a restricted unpickler (plain containers, numpy arrays and dtypes, CPU tensors):
-a checkpoint is data, never code. ckpt-reshape does not import zaya-train; names follow
-`zaya_train.checkpoint.layout.train_state_name` and `zaya_train.trainer.Trainer.train_state`.
+a checkpoint is data, never code. File names come from `zaya_config.train_checkpoint.layout` (the contract
+ckpt-reshape shares with zaya-train); the keys read here follow `zaya_train.trainer.Trainer.train_state`.
 """
 
 from __future__ import annotations
@@ -21,28 +21,13 @@ from __future__ import annotations
 import collections
 import io
 import pickle
-import re
 from pathlib import Path
+
+from zaya_config.train_checkpoint.layout import train_state_files, train_state_name
 
 from ckpt_reshape.errors import ReshapeError
 
-_NAME_RE = re.compile(r"^train-rank(\d{5,})\.pkl$")
 _GLOBAL_KEYS = ("progress", "sampler", "recipe")  # must agree across ranks for the state to be re-split
-
-
-def train_state_name(rank: int) -> str:
-    """File name of one rank's train state, as zaya-train writes it."""
-    return f"train-rank{rank:05d}.pkl"
-
-
-def train_state_files(folder: Path) -> dict[int, Path]:
-    """Rank -> train-state file of a zaya-train step folder."""
-    found = {}
-    for path in Path(folder).iterdir():
-        match = _NAME_RE.match(path.name)
-        if match and path.is_file():
-            found[int(match.group(1))] = path
-    return found
 
 
 def _load_tensor_bytes(data: bytes):

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from zaya_config.train_checkpoint.manifest import find_manifest, manifest_problems
 
 from ckpt_reshape.checksums import DEFAULT_ALGORITHM, stored_checksum
 from ckpt_reshape.formats import open_checkpoint
 from ckpt_reshape.index import CheckpointIndex
 from ckpt_reshape.stream_hash import max_abs_difference, stream_checksum
-from ckpt_reshape.train_manifest import check_train_manifest, read_train_manifest
 
 _HASH_THREADS = 2  # hashers release the GIL: two tensors (or both sides of one) are read and hashed at once
 
@@ -42,9 +42,9 @@ def verify(path: Path) -> VerifyReport:
     """Re-read every tensor (catching truncation) and recompute its checksum against the stored one."""
     report = VerifyReport()
     with open_checkpoint(path) as reader:
-        manifest = read_train_manifest(reader.path) if reader.path.is_dir() else None
+        manifest = find_manifest(reader.path) if reader.path.is_dir() else None
         if manifest is not None:
-            report.problems += check_train_manifest(reader.path, manifest)
+            report.problems += [str(problem) for problem in manifest_problems(reader.path, manifest)]
             report.checked_files = len(manifest["files"])
         stored = (reader.sidecar or {}).get("tensors", {})
         if not stored:

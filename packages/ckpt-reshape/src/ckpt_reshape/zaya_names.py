@@ -1,7 +1,6 @@
-"""The bridge to zaya-model: its parallel plan, its HF key map and its config, whenever it is importable.
-
-zaya-model is an optional dependency (`ckpt-reshape[zaya]`). Without it, checkpoints whose names look like
-HF ZAYA get the built-in table of `splits.py`, and HF names are used as they are.
+"""The bridge to zaya-model: its shard plan, its HF key map and its config. ckpt-reshape knows no ZAYA tensor
+names of its own; it recognises a ZAYA checkpoint by two of them and asks zaya-model for the rest.
+zaya-model is imported when a checkpoint needs it (it loads the model code).
 """
 
 from __future__ import annotations
@@ -13,18 +12,15 @@ from pathlib import Path
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.index import CheckpointIndex
 from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
-from ckpt_reshape.splits import SplitSpec, SplitTable, table_from_plan, zaya_builtin_table
+from ckpt_reshape.splits import SplitSpec, SplitTable, table_from_plan
 
 _OURS_MARKERS = ("attn.qkv.weight", "moe.experts.gate_up")
 _HF_MARKERS = ("qkv_proj.q_proj.weight", "mlp.experts.gate_up_proj")
 
 
 def zaya_model():
-    """The zaya_model module, None when not installed."""
-    try:
-        return importlib.import_module("zaya_model")
-    except ImportError:
-        return None
+    """The zaya_model module (imported on first use)."""
+    return importlib.import_module("zaya_model")
 
 
 def is_zaya_native(index: CheckpointIndex) -> bool:
@@ -40,8 +36,6 @@ def looks_like_hf_zaya(index: CheckpointIndex) -> bool:
 def resolve_model_config(spec: str | dict | Path | None, index: CheckpointIndex | None = None):
     """A `ZayaConfig` from a preset name, a config.json path, a dict, or the checkpoint's own HF config."""
     model = zaya_model()
-    if model is None:
-        return None
     if spec is None:
         return model.ZayaConfig.from_hf_config(index.hf_config) if index and index.hf_config else None
     if hasattr(spec, "to_hf_config"):
@@ -67,7 +61,7 @@ def run_dir_model_config(src: Path):
     model, src = zaya_model(), Path(src).resolve()
     for folder in (src, src.parent):
         config = folder.parent / "config.yaml"
-        if folder.name == "checkpoints" and config.is_file() and model is not None:
+        if folder.name == "checkpoints" and config.is_file():
             try:
                 import yaml
             except ImportError:
@@ -105,8 +99,6 @@ def key_map_for(index: CheckpointIndex, cfg) -> HfKeyMap:
     """The HF key map to use for a checkpoint: zaya-model's for ZAYA (needs a config), else identity."""
     if not (is_zaya_native(index) or (index.hf_config or {}).get("model_type") == "zaya"):
         return IDENTITY
-    if zaya_model() is None:
-        return IDENTITY
     if cfg is None:
         raise ReshapeError(
             "this is a zaya-model checkpoint without a model config; pass --model-config PRESET|config.json "
@@ -117,7 +109,7 @@ def key_map_for(index: CheckpointIndex, cfg) -> HfKeyMap:
 
 def model_config_for(index: CheckpointIndex, src: Path, spec: str | dict | Path | None = None):
     """The model config a conversion uses: `spec` if given, else the checkpoint's own HF config, else (for a
-    zaya-train run's `checkpoints/`) the run's `config.yaml`; None when there is none (or no zaya-model)."""
+    zaya-train run's `checkpoints/`) the run's `config.yaml`; None when there is none."""
     cfg = resolve_model_config(spec, index)
     if cfg is None and spec is None and is_zaya_native(index):
         cfg = run_dir_model_config(src)
@@ -125,14 +117,19 @@ def model_config_for(index: CheckpointIndex, src: Path, spec: str | dict | Path 
 
 
 def default_split_table(index: CheckpointIndex, cfg=None) -> SplitTable:
-    """zaya-model's parallel plan for ZAYA names, the built-in table for HF ZAYA names, else generic."""
+    """zaya-model's shard plan for a ZAYA checkpoint (its own names or HF's), else the generic table.
+
+    Without a model config (none given, none in the checkpoint) the plan is that of zaya-model's default
+    config; sections that do not fit the tensors then stop the conversion and ask for `--model-config`.
+    """
+    native, hf = is_zaya_native(index), looks_like_hf_zaya(index)
+    if not (native or hf):
+        return generic_table()
     model = zaya_model()
-    if is_zaya_native(index) and model is not None:
-        plan_cfg = cfg or model.ZayaConfig()
-        return table_from_plan(model.parallel_plan(plan_cfg), "zaya_model.parallel_plan", granule=plan_cfg.head_dim)
-    if looks_like_hf_zaya(index):
-        return zaya_builtin_table(int((index.hf_config or {}).get("head_dim") or 1))
-    return generic_table()
+    plan_cfg = cfg or model.ZayaConfig()
+    if native:
+        return table_from_plan(model.parallel_plan(plan_cfg), "zaya_model.parallel_plan")
+    return table_from_plan(model.hf_parallel_plan(plan_cfg), "zaya_model.hf_parallel_plan")
 
 
 def generic_table() -> SplitTable:

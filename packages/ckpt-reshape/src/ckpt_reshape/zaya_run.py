@@ -4,8 +4,9 @@ A run's `config.yaml` holds the model preset it started from; two things change 
 reach an HF export so that transformers reproduces the checkpoint: the RoPE theta of the recipe phase the
 checkpoint was taken in (zaya-train switches theta per phase, e.g. 10k -> 100k at a context extension), and
 the special token ids of the run's tokenizer (`tokenizer/tokenizer_config.json`, whose `zaya_tokenizer.eos_id`
-separates documents; a byte-level run's EOS is 256, not the preset's). Names follow
-`zaya_train.checkpoint.layout` and `zaya_train.data.tokenizer_files`; ckpt-reshape does not import zaya-train.
+separates documents; a byte-level run's EOS is 256, not the preset's). Checkpoint names come from
+`zaya_config.train_checkpoint.layout`; the tokenizer's follow `zaya_train.data.tokenizer_files` (ckpt-reshape
+does not import zaya-train).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ckpt_reshape.train_state import load_train_state, train_state_name
+from zaya_config.train_checkpoint.layout import train_state_name
+
+from ckpt_reshape.train_state import load_train_state
 
 
 def phase_rope_theta(run_config: dict[str, Any], step_folder: Path) -> float | None:

@@ -1,11 +1,13 @@
 """Structured configs of collbench (Hydra schemas under the `bench` and `sizing` keys).
 
 Defaults run on a laptop CPU in seconds; presets in `conf/bench/` and `conf/sizing/` scale them up.
-`validate()` raises `ZayaConfigError` naming the key, the bad value and what is allowed; zaya_config is
+Building one validates it (`ValidatedConfig`): `ZayaConfigError` naming the key, the bad value and what is allowed; zaya_config is
 imported inside it so the benchmark scripts can use these dataclasses on machines without Hydra.
 """
 
 from dataclasses import dataclass, field
+
+from zaya_config.validated import ValidatedConfig
 
 TORCH_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 NCCL_TESTS_COLLECTIVES = (*TORCH_COLLECTIVES, "reduce", "sendrecv", "gather", "scatter")
@@ -27,7 +29,7 @@ def _invalid(key: str, value: object, allowed: str) -> Exception:
 
 
 @dataclass
-class CollectivesConfig:
+class CollectivesConfig(ValidatedConfig):
     """A collective sweep: which ops, which sizes, how many ranks, how it is timed and checked."""
 
     enabled: bool = True
@@ -50,7 +52,7 @@ class CollectivesConfig:
     mpirun: str = ""  # nccl-tests: launcher prefix, e.g. "mpirun -np 8"; empty = run the binary directly
     gpus_per_process: int = 1  # nccl-tests -g
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Known collectives and dtypes for the backend, ordered sizes, at least 2 ranks."""
         from collbench.errors import CollbenchError
         from collbench.sizes import parse_size
@@ -82,7 +84,7 @@ class CollectivesConfig:
 
 
 @dataclass
-class GemmConfig:
+class GemmConfig(ValidatedConfig):
     """A GEMM sweep: square grid, the model's own shapes, and an N sweep across tile and wave boundaries."""
 
     enabled: bool = True
@@ -98,7 +100,7 @@ class GemmConfig:
     warmup_iters: int = 2
     iters: int = 5
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Positive sizes and iteration counts."""
         c = _checks()
         c.one_of("dtype", self.dtype, ("bfloat16", "float16", "float32"))
@@ -120,7 +122,7 @@ class GemmConfig:
 
 
 @dataclass
-class MembwConfig:
+class MembwConfig(ValidatedConfig):
     """Memory bandwidth: copy/read/write/triad over buffer sizes from cache-resident to large."""
 
     enabled: bool = True
@@ -131,7 +133,7 @@ class MembwConfig:
     warmup_iters: int = 2
     iters: int = 5
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Known kernels, ordered sizes."""
         from collbench.sizes import parse_size
 
@@ -146,7 +148,7 @@ class MembwConfig:
 
 
 @dataclass
-class BenchConfig:
+class BenchConfig(ValidatedConfig):
     """What `services/characterize` runs (config key `bench`)."""
 
     device: str = "auto"  # auto | cpu | cuda
@@ -155,24 +157,13 @@ class BenchConfig:
     gemm: GemmConfig = field(default_factory=GemmConfig)
     membw: MembwConfig = field(default_factory=MembwConfig)
 
-    def validate(self) -> None:
-        """Every part validates; errors carry the part's prefix."""
+    def validate_fields(self) -> None:
+        """The device; each part checks itself (ValidatedConfig prefixes its key)."""
         _checks().one_of("device", self.device, ("auto", "cpu", "cuda"))
-        for prefix in ("collectives", "gemm", "membw"):
-            _prefixed(prefix, getattr(self, prefix).validate)
-
-
-def _prefixed(prefix: str, check) -> None:
-    from zaya_config.errors import ZayaConfigError
-
-    try:
-        check()
-    except ZayaConfigError as err:
-        raise ZayaConfigError(str(err).replace("invalid config: ", f"invalid config: {prefix}.", 1)) from None
 
 
 @dataclass
-class SizingConfig:
+class SizingConfig(ValidatedConfig):
     """The sizing study (config key `sizing`): dims rules and the MoE width study around the composed `model`."""
 
     num_experts: list[int] = field(default_factory=lambda: [4, 8, 16])
@@ -188,7 +179,7 @@ class SizingConfig:
     measured_dir: str = ""  # a characterize run dir; its gemm.csv refines the estimates
     tensor_parallel: int = 1
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Positive grid values; the latency batch is one of the decode batches."""
         c = _checks()
         for name in ("num_experts", "expert_widths", "top_k", "decode_batches"):

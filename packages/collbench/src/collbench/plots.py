@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from zaya_config.atomic import write_atomic
 
 from collbench.gemm import GemmResult
 from collbench.membw import MembwResult
@@ -17,13 +18,10 @@ from collbench.schema import BenchResult
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    try:
+        return write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=120, bbox_inches="tight"))
+    finally:
+        plt.close(fig)
 
 
 def plot_busbw(

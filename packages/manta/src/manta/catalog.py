@@ -257,7 +257,7 @@ def load_catalog(path: str | Path) -> Catalog:
 
 def write_catalog(entries: Sequence[CatalogEntry], path: str | Path) -> Path:
     """Write records as JSON Lines or CSV, atomically; the format follows the suffix."""
-    from manta.atomic import atomic_write_text
+    from zaya_config.atomic import write_text_atomic
 
     path = Path(path)
     if path.suffix.lower() == ".csv":
@@ -277,5 +277,5 @@ def write_catalog(entries: Sequence[CatalogEntry], path: str | Path) -> Path:
         text = "".join(json.dumps(e.to_row(), sort_keys=True) + "\n" for e in entries)
     else:
         raise MantaError(f"cannot write catalog {path}: use a .jsonl or .csv suffix")
-    atomic_write_text(path, text)
+    write_text_atomic(path, text)
     return path

@@ -100,9 +100,9 @@ def compose_command(
         )
     console.print(table)
     if out is not None:
-        from manta.atomic import atomic_write_text
+        from zaya_config.atomic import write_text_atomic
 
-        atomic_write_text(out, plans_to_json(plans))
+        write_text_atomic(out, plans_to_json(plans))
         console.print(f"plans written to {out}")
 
 
@@ -158,8 +158,8 @@ def eval_command(
         table.add_row(name, str(tally.wins), str(tally.ties), str(tally.losses), f"{tally.win_rate:.0%}")
     console.print(table)
     if out is not None:
-        from manta.atomic import atomic_write_text
+        from zaya_config.atomic import write_text_atomic
 
-        atomic_write_text(out / "report.json", json.dumps(report.to_dict(), indent=1))
+        write_text_atomic(out / "report.json", json.dumps(report.to_dict(), indent=1))
         plot_win_rates(report, str(out / "win_rates.png"))
         console.print(f"report written to {out}")

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from zaya_config.atomic import write_atomic
 
-from manta.atomic import atomic_write
 from manta.catalog import Catalog
 from manta.errors import MantaError
 
@@ -127,7 +127,7 @@ def catalog_embeddings(
             return vectors
     vectors = embedder.embed([e.embedding_text() for e in catalog.entries], progress=progress)
     if path is not None:
-        atomic_write(path, lambda handle: np.save(handle, vectors, allow_pickle=False))
+        write_atomic(path, lambda handle: np.save(handle, vectors, allow_pickle=False))
         meta = {
             "catalog": catalog.source,
             "catalog_hash": catalog.content_hash,
@@ -136,5 +136,5 @@ def catalog_embeddings(
             "rows": len(catalog),
             "dim": embedder.dim,
         }
-        atomic_write(path.with_suffix(".json"), lambda handle: handle.write(json.dumps(meta, indent=1).encode()))
+        write_atomic(path.with_suffix(".json"), lambda handle: handle.write(json.dumps(meta, indent=1).encode()))
     return vectors

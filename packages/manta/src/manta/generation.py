@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from manta.atomic import atomic_write
+from zaya_config.atomic import write_atomic
+
 from manta.catalog import Catalog, CatalogEntry
 from manta.errors import MantaError
 from manta.plan import CompositionPlan, check_families
@@ -131,7 +132,7 @@ class DiffusersBackend:
         for i, plan in enumerate(plans):
             image = self.render(plan, seed + i)
             written.append(
-                atomic_write(
+                write_atomic(
                     Path(folder) / f"image_{i:02d}.png", lambda handle, im=image: im.save(handle, format="PNG")
                 )
             )

@@ -12,7 +12,8 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from manta.atomic import atomic_write, atomic_write_text
+from zaya_config.atomic import write_atomic, write_text_atomic
+
 from manta.composer import build_composer
 from manta.config import MantaConfig, RenderConfig
 from manta.evaluation.metrics import PlanEvaluator
@@ -48,7 +49,7 @@ def plot_plans(plans: list[CompositionPlan], limits: ResolvedLimits, path: Path)
     ax.set_title(f"plans on {limits.name}", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
+    write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
     plt.close(fig)
 
 
@@ -64,7 +65,7 @@ def run_compose(
     composer = build_composer(settings)
     limits = hardware.resolved().with_cost_budget(settings.cost_budget)
     plans = composer.compose(prompt, limits, batch=settings.batch, seed=settings.seed)
-    atomic_write_text(out / "plans.json", plans_to_json(plans))
+    write_text_atomic(out / "plans.json", plans_to_json(plans))
     evaluator = PlanEvaluator(composer.index, composer.embedder, limits)
     summary = {
         "prompt": prompt,
@@ -83,7 +84,7 @@ def run_compose(
             for p in plans
         ],
     }
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=1))
     plot_plans(plans, limits, out / "plans.png")
     for i, plan in enumerate(plans):
         log.info(

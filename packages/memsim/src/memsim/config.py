@@ -1,20 +1,21 @@
 """`memsim` as a Hydra structured config: DRAMSim3's sections under the `memsim` key.
 
 `memsim=ddr4_8gb_x8_3200` composes a preset; any key can be overridden (`memsim.timing.CL=24`).
-`validate()` builds the spec, so a missing timing key or an unknown protocol fails at start.
+Building it builds the spec (`ValidatedConfig`), so a missing timing key or an unknown protocol fails at start.
 """
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from zaya_config.errors import ZayaConfigError
+from zaya_config.validated import ValidatedConfig
 
 from memsim.errors import MemsimError
 from memsim.spec import DramSpec, spec_from_sections
 
 
 @dataclass
-class MemsimConfig:
+class MemsimConfig(ValidatedConfig):
     """One memory system, in DRAMSim3's keys (see `memsim.spec`)."""
 
     name: str = "ddr4_8gb_x8_3200"
@@ -32,7 +33,7 @@ class MemsimConfig:
     def build_spec(self) -> DramSpec:
         return spec_from_sections(self.sections(), name=self.name, strict=self.strict)
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Turn memsim's own error into the config layer's, keeping its message."""
         if not self.dram_structure:
             return  # an empty node: nothing composed yet

@@ -8,10 +8,11 @@ characterization run. Units are in the names: FLOP/s, GB/s (1e9 bytes/s, as nccl
 from dataclasses import dataclass, field
 
 from zaya_config.checks import one_of, positive
+from zaya_config.validated import ValidatedConfig
 
 
 @dataclass
-class MeasuredHardware:
+class MeasuredHardware(ValidatedConfig):
     """Ceilings measured on a real machine (collbench writes these); None until measured."""
 
     bf16_matmul_flops: float | None = None
@@ -22,7 +23,7 @@ class MeasuredHardware:
     allreduce_busbw_gbps: float | None = None
     source: str | None = None
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Every measured ceiling is positive when present."""
         for name in (
             "bf16_matmul_flops",
@@ -32,11 +33,11 @@ class MeasuredHardware:
             "triad_bw_gbps",
             "allreduce_busbw_gbps",
         ):
-            positive(f"measured.{name}", getattr(self, name), optional=True)
+            positive(name, getattr(self, name), optional=True)
 
 
 @dataclass
-class HardwareProfile:
+class HardwareProfile(ValidatedConfig):
     """One accelerator (or CPU) as the sizing rules see it."""
 
     name: str = "cpu"
@@ -53,7 +54,7 @@ class HardwareProfile:
     matmul_tile: int = 16  # the M/N/K multiple the matrix units need to run at full rate
     measured: MeasuredHardware = field(default_factory=MeasuredHardware)
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Reject non-physical numbers before a sweep starts."""
         one_of("kind", self.kind, ("gpu", "cpu"))
         for name in (
@@ -68,7 +69,6 @@ class HardwareProfile:
             "matmul_tile",
         ):
             positive(name, getattr(self, name))
-        self.measured.validate()
 
     @property
     def ridge_flops_per_byte(self) -> float:

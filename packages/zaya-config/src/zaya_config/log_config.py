@@ -3,10 +3,11 @@
 from dataclasses import dataclass
 
 from zaya_config.checks import one_of, positive
+from zaya_config.validated import ValidatedConfig
 
 
 @dataclass
-class LoggingConfig:
+class LoggingConfig(ValidatedConfig):
     """How a run reports: log level, progress bars, metric files, TensorBoard."""
 
     level: str = "INFO"
@@ -15,7 +16,7 @@ class LoggingConfig:
     tensorboard: bool = False
     log_every_steps: int = 10
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Level is a logging level; the cadence is positive."""
         one_of("level", self.level, ("DEBUG", "INFO", "WARNING", "ERROR"))
         positive("log_every_steps", self.log_every_steps)

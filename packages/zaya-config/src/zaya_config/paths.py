@@ -2,9 +2,11 @@
 
 from dataclasses import dataclass
 
+from zaya_config.validated import ValidatedConfig
+
 
 @dataclass
-class PathsConfig:
+class PathsConfig(ValidatedConfig):
     """Folders shared by every service (run dirs live under `output_dir`)."""
 
     root_dir: str = "."
@@ -12,7 +14,7 @@ class PathsConfig:
     data_dir: str = "data"
     cache_dir: str = ".cache/zaya"
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Paths are non-empty strings."""
         from zaya_config.errors import invalid
 

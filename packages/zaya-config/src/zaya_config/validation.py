@@ -14,6 +14,7 @@ from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationE
 
 from zaya_config.errors import ZayaConfigError, invalid
 from zaya_config.registry import broken_schemas, schemas
+from zaya_config.validated import deferred_validation
 
 
 def _select(cfg: DictConfig, dotted: str) -> Any:
@@ -54,7 +55,8 @@ def validate_node(key: str, node: Any, cls: type) -> Any:
     """Check one config node against its dataclass; return the instantiated, validated object."""
     try:
         merged = OmegaConf.merge(OmegaConf.structured(cls), node)
-        obj = OmegaConf.to_object(merged)
+        with deferred_validation():  # validated once below, from the root, so errors carry the full key
+            obj = OmegaConf.to_object(merged)
     except ConfigKeyError as err:
         rel = (err.full_key or "").removeprefix(".") or "?"
         raise ZayaConfigError(f"invalid config: unknown key {key}.{rel}; allowed: {_allowed_keys(cls, rel)}") from None
@@ -68,7 +70,7 @@ def validate_node(key: str, node: Any, cls: type) -> Any:
         try:
             check()
         except ZayaConfigError as err:
-            raise ZayaConfigError(str(err).replace("invalid config: ", f"invalid config: {key}.", 1)) from None
+            raise err.under(key) from None
     return obj
 
 

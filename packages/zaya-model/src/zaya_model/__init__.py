@@ -19,14 +19,16 @@ from zaya_model.decoding import ZayaDecoder
 from zaya_model.errors import ZayaModelConfigError, ZayaModelError
 from zaya_model.hf_io import load_hf, read_hf_folder, save_hf, to_hf_state_dict
 from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM, build_model
-from zaya_model.parallel import ShardSpec, parallel_plan, spec_for
+from zaya_model.parallel import ShardSpec, hf_parallel_plan, parallel_plan, spec_for
 from zaya_model.sampling import sample_tokens
 from zaya_model.static_cache import ZayaStaticCache
+from zaya_model.step_traffic import StepTraffic, step_traffic
 
 __all__ = [
     "DecodeBytes",
     "ParameterCount",
     "ShardSpec",
+    "StepTraffic",
     "ZayaCache",
     "ZayaConfig",
     "ZayaDecoder",
@@ -41,11 +43,13 @@ __all__ = [
     "decode_bytes_per_token",
     "flops_per_token",
     "hf_keys",
+    "hf_parallel_plan",
     "load_hf",
     "parallel_plan",
     "read_hf_folder",
     "sample_tokens",
     "save_hf",
     "spec_for",
+    "step_traffic",
     "to_hf_state_dict",
 ]

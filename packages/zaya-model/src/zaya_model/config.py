@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from zaya_config.validated import ValidatedConfig
+
 from zaya_model.errors import ZayaModelConfigError, invalid
 
 MOE_BACKENDS = ("auto", "grouped_mm", "loop")
@@ -40,7 +42,7 @@ _HF_IGNORED = {
 
 
 @dataclass
-class ZayaConfig:
+class ZayaConfig(ValidatedConfig):
     """ZAYA1 dims and choices; defaults are the paper's ZAYA1-base (arXiv 2511.17127)."""
 
     name: str = "zaya1-base"
@@ -80,11 +82,8 @@ class ZayaConfig:
     # How the experts run: grouped GEMM (torch._grouped_mm) or a loop over contiguous per-expert slices.
     moe_backend: str = "auto"
 
-    def __post_init__(self) -> None:
-        self.validate()
-
     # ------------------------------------------------------------------ validation
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Reject configs the model cannot build, naming the key, the value and what is allowed."""
         for key in (
             "vocab_size",

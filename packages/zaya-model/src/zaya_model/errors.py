@@ -21,9 +21,5 @@ class ZayaModelConfigError(ZayaModelError, _ConfigErrorBase):  # type: ignore[mi
 
 
 def invalid(key: str, value: object, allowed: str) -> ZayaModelConfigError:
-    """The standard config message (zaya_config's wording) with the full key under the `model` group.
-
-    The prefix is written here because `ZayaConfig` validates in `__post_init__`, which runs inside
-    OmegaConf's instantiation, before `zaya_config.validate_config` could add it.
-    """
-    return ZayaModelConfigError(f"invalid config: model.{key} = {value!r}; allowed: {allowed}")
+    """The standard config message (zaya_config's wording); `validate_config` puts the group (`model.`) in front."""
+    return ZayaModelConfigError(f"invalid config: {key} = {value!r}; allowed: {allowed}")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+from zaya_config.atomic import write_file_atomic, write_text_atomic
 
 from zaya_model.config import ZayaConfig
 from zaya_model.errors import ZayaModelError
@@ -100,19 +100,6 @@ def to_hf_state_dict(model: ZayaForCausalLM) -> dict[str, torch.Tensor]:
     return to_hf_tensors(state, model.config)
 
 
-def _atomic_write(path: Path, write: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_hf(model: ZayaForCausalLM, folder: str | os.PathLike[str], max_shard_bytes: int | None = None) -> Path:
     """Write config.json + safetensors (sharded with an index when over max_shard_bytes), atomically."""
     from safetensors.torch import save_file
@@ -133,16 +120,16 @@ def save_hf(model: ZayaForCausalLM, folder: str | os.PathLike[str], max_shard_by
         shards[-1][key] = tensors[key]
         size += nbytes
     config_text = json.dumps(model.config.to_hf_config(), indent=2)
-    _atomic_write(root / "config.json", lambda p: Path(p).write_text(config_text))
+    write_text_atomic(root / "config.json", config_text)
     if len(shards) == 1:
-        _atomic_write(root / SINGLE_FILE, lambda p: save_file(shards[0], p, metadata={"format": "pt"}))
+        write_file_atomic(root / SINGLE_FILE, lambda p: save_file(shards[0], str(p), metadata={"format": "pt"}))
         return root
     names = [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
     for name, shard in zip(names, shards, strict=True):
-        _atomic_write(root / name, lambda p, s=shard: save_file(s, p, metadata={"format": "pt"}))
+        write_file_atomic(root / name, lambda p, s=shard: save_file(s, str(p), metadata={"format": "pt"}))
     index = {
         "metadata": {"total_size": sum(t.numel() * t.element_size() for t in tensors.values())},
         "weight_map": {k: n for n, s in zip(names, shards, strict=True) for k in s},
     }
-    _atomic_write(root / INDEX_FILE, lambda p: Path(p).write_text(json.dumps(index, indent=2)))
+    write_text_atomic(root / INDEX_FILE, json.dumps(index, indent=2))
     return root

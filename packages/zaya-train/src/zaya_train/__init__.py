@@ -3,7 +3,8 @@
 Data (tokenizers, zarr token shards, a deterministic resumable mixture sampler), optimizers (AdamW, Muon),
 phased recipes with context extension, one training loop for single-process, DDP and FSDP2 runs under
 torchrun, metrics and plots, and torch.distributed.checkpoint checkpoints. `build_trainer(cfg, run_dir)`
-turns a composed config (groups `model`, `train`, `recipe`, `hardware`, `logging`) into a `Trainer`.
+turns a composed config, or the same groups as config objects (`model`, `train`, `recipe`, `hardware`,
+`logging`), into a `Trainer`.
 
 Importing this package is light (no torch): the heavy parts load on first use, so `zaya --help` stays fast.
 """
@@ -25,7 +26,6 @@ _EXPORTS = {
     "ScheduleConfig": "zaya_train.recipe",
     "Trainer": "zaya_train.trainer",
     "build_trainer": "zaya_train.build",
-    "create_trainer": "zaya_train.build",
     "run_pretraining": "zaya_train.build",
 }
 

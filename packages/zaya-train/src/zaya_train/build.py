@@ -1,18 +1,20 @@
-"""From a composed config to a ready Trainer: validate, join the process group, build the model, check the
-recipe against model and data (every bad input fails here, before any step), prepare the data.
+"""From a config to a ready Trainer (`build_trainer`): validate, join the process group, build the model, check
+the recipe against model and data (every bad input fails here, before any step), prepare the data, pass the
+hooks in.
 """
 
 import json
 import logging
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from zaya_config.atomic import write_text_atomic
 
-from zaya_train.checkpoint.atomic import atomic_write_text
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
@@ -20,6 +22,8 @@ from zaya_train.data.tokenizer_files import TOKENIZER_DIR, save_tokenizer_folder
 from zaya_train.distributed import DistributedContext, init_distributed
 from zaya_train.errors import ZayaTrainError
 from zaya_train.recipe import RecipeConfig
+from zaya_train.resilience import Resilience
+from zaya_train.router_balancing import RouterBalancing
 from zaya_train.trainer import Trainer
 
 log = logging.getLogger("zaya_train")
@@ -74,20 +78,61 @@ def _resolve(path: str, root: str) -> Path:
     return p if p.is_absolute() else Path(root) / p
 
 
-def create_trainer(
-    model_cfg: Any,
-    train: TrainConfig,
-    recipe: RecipeConfig,
+_GROUPS = ("model", "train", "recipe", "hardware", "logging")
+
+
+def data_cache_dir(cfg: DictConfig, train: TrainConfig) -> Path:
+    """Where the run's shards and trained tokenizers are cached: `train.data.cache_dir`, else
+    `paths.cache_dir`/data, relative to `paths.root_dir`."""
+    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
+    cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
+    return _resolve(cache, root)
+
+
+def build_trainer(
+    cfg: DictConfig | Mapping[str, Any],
     run_dir: Path,
     *,
-    cache_dir: Path,
-    hardware: Any = None,
-    logging_cfg: Any = None,
+    cache_dir: Path | None = None,
     ctx: DistributedContext | None = None,
 ) -> Trainer:
-    """A checked Trainer from validated config objects (a `ZayaConfig`, `TrainConfig`, `RecipeConfig`)."""
+    """A checked, ready Trainer: the one way to build one.
+
+    `cfg` is either a composed config (a DictConfig with the groups `model`, `train`, `recipe` and optionally
+    `hardware`, `logging`; validated here) or those groups as validated objects, e.g.
+    `{"model": ZayaConfig.from_preset("zaya1-tiny"), "train": TrainConfig(...), "recipe": RecipeConfig(...)}`.
+    The data cache is `cache_dir`, else `train.data.cache_dir`, else `paths.cache_dir`/data (DictConfig) or
+    `.cache/zaya/data`. `ctx` is an existing process group context (else one is joined from `train.distributed`).
+    The builder seeds every RNG, builds the model, checks recipe, data and tokenizer against it (every bad input
+    fails here, before any step), and passes the hooks in: `Resilience` from `train.resilience`/`train.faults`,
+    `RouterBalancing` for models with routers, `DownstreamEvalHook` when `train.eval.downstream.tasks` is set.
+    """
+    if isinstance(cfg, DictConfig):
+        from zaya_config import validate_config
+
+        objects: dict[str, Any] = validate_config(cfg)
+    else:
+        objects = dict(cfg)
+        unknown = sorted(set(objects) - set(_GROUPS))
+        if unknown:
+            raise ZayaTrainError(f"build_trainer got unknown groups {unknown}; it takes {list(_GROUPS)}")
+    for key in ("model", "train", "recipe"):
+        if key not in objects:
+            raise ZayaTrainError(f"config has no `{key}` group; compose one (e.g. {key}=...) in the defaults list")
+    train: TrainConfig = objects["train"]
+    if cache_dir is None:
+        if isinstance(cfg, DictConfig):
+            cache_dir = data_cache_dir(cfg, train)
+        else:
+            cache_dir = Path(train.data.cache_dir or Path(".cache/zaya") / "data")
+    return _assemble(objects, Path(run_dir), Path(cache_dir), ctx)
+
+
+def _assemble(objects: dict[str, Any], run_dir: Path, cache_dir: Path, ctx: DistributedContext | None) -> Trainer:
     from zaya_model import build_model, flops_per_token
 
+    model_cfg, train, recipe = objects["model"], objects["train"], objects["recipe"]
+    logging_cfg = objects.get("logging")
     ctx = ctx or init_distributed(train.distributed, train.device)
     if ctx.device.type == "cpu" and train.cpu_threads is not None:
         torch.set_num_threads(train.cpu_threads)
@@ -95,24 +140,28 @@ def create_trainer(
     random.seed(train.seed)
     np.random.seed(train.seed)
     torch.manual_seed(train.seed)
-    model = build_model(model_cfg).to(ctx.device)
+    with torch.device(ctx.device):  # initialised where it trains: 40 layers are 35 GB of fp32 to draw and copy
+        model = build_model(model_cfg)
     check_recipe(recipe, train, int(model.max_positions), ctx.world_size)
     progress = logging_cfg.progress if logging_cfg else True
-    data = prepare_data(train.data, Path(cache_dir), is_rank0=ctx.is_rank0, barrier=ctx.barrier, progress=progress)
+    data = prepare_data(train.data, cache_dir, is_rank0=ctx.is_rank0, barrier=ctx.barrier, progress=progress)
     if data.tokenizer.vocab_size > model_cfg.vocab_size:
         raise ZayaTrainError(
             f"tokenizer vocab {data.tokenizer.vocab_size} exceeds model.vocab_size "
             f"{model_cfg.vocab_size}; raise model.vocab_size or use a smaller tokenizer"
         )
     check_data(recipe, data, train.eval.sequences)
+    hooks: list[Any] = [RouterBalancing()] if RouterBalancing.applies_to(model) else []
     trainer = Trainer(
         model,
         train,
         recipe,
         data,
         ctx,
-        Path(run_dir),
-        hardware=hardware,
+        run_dir,
+        resilience=Resilience(train.resilience, train.faults, run_dir, ctx.rank),
+        hooks=hooks,
+        hardware=objects.get("hardware"),
         flops_per_token=lambda seq_len: flops_per_token(model_cfg, seq_len, training=True),
         log_every=logging_cfg.log_every_steps if logging_cfg else 10,
         metrics_jsonl=logging_cfg.metrics_jsonl if logging_cfg else True,
@@ -124,35 +173,6 @@ def create_trainer(
 
         trainer.hooks.append(DownstreamEvalHook(trainer, train.eval.downstream))
     return trainer
-
-
-def data_cache_dir(cfg: DictConfig, train: TrainConfig) -> Path:
-    """Where the run's shards and trained tokenizers are cached: `train.data.cache_dir`, else
-    `paths.cache_dir`/data, relative to `paths.root_dir`."""
-    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
-    cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
-    return _resolve(cache, root)
-
-
-def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None = None) -> Trainer:
-    """Everything the run needs, checked: the config groups `model`, `train`, `recipe`, `hardware`, `logging`."""
-    from zaya_config import validate_config
-
-    objects: dict[str, Any] = validate_config(cfg)
-    for key in ("model", "train", "recipe"):
-        if key not in objects:
-            raise ZayaTrainError(f"config has no `{key}` group; compose one (e.g. {key}=...) in the defaults list")
-    train = objects["train"]
-    return create_trainer(
-        objects["model"],
-        train,
-        objects["recipe"],
-        run_dir,
-        cache_dir=data_cache_dir(cfg, train),
-        hardware=objects.get("hardware"),
-        logging_cfg=objects.get("logging"),
-        ctx=ctx,
-    )
 
 
 def resolved_config_yaml(cfg: DictConfig) -> str:
@@ -174,13 +194,13 @@ def run_pretraining(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     trainer = build_trainer(cfg, run_dir)
     try:
         if trainer.ctx.is_rank0:
-            atomic_write_text(Path(run_dir) / "config.yaml", resolved_config_yaml(cfg))
+            write_text_atomic(Path(run_dir) / "config.yaml", resolved_config_yaml(cfg))
             save_tokenizer_folder(
                 trainer.data.tokenizer, Path(run_dir) / TOKENIZER_DIR, trainer.cfg.data.tokenizer.eos_token
             )
         summary = trainer.run()
         if trainer.ctx.is_rank0:
-            atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
+            write_text_atomic(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
     finally:
         trainer.close()
         trainer.ctx.close()

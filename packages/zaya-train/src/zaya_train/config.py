@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from zaya_config.checks import in_range, non_negative, one_of, positive
 from zaya_config.errors import invalid
+from zaya_config.validated import ValidatedConfig
 
 from zaya_train.evals.config import DownstreamConfig
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
@@ -17,7 +18,7 @@ STDLIB = "stdlib"  # source path meaning "the running interpreter's standard lib
 
 
 @dataclass
-class SourceConfig:
+class SourceConfig(ValidatedConfig):
     """One named data source: a text file, a folder of text files, a prepared `.zarr` shard, or `stdlib`."""
 
     path: str = STDLIB
@@ -25,7 +26,7 @@ class SourceConfig:
     exclude: list[str] = field(default_factory=lambda: ["**/site-packages/**"])
     max_files: int | None = None
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """A path is given; the file cap is positive."""
         if not self.path:
             raise invalid("path", self.path, f"a file, folder, prepared .zarr shard or {STDLIB!r}")
@@ -33,7 +34,7 @@ class SourceConfig:
 
 
 @dataclass
-class TokenizerConfig:
+class TokenizerConfig(ValidatedConfig):
     """Which tokenizer: bytes (no training), BPE trained on the sources, or a local tokenizer.json."""
 
     kind: str = "byte"  # byte | bpe | file
@@ -42,7 +43,7 @@ class TokenizerConfig:
     eos_token: str = "<|endoftext|>"
     train_max_bytes: int = 20_000_000  # bpe: how much source text the tokenizer is trained on
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Kind is known, a file tokenizer has a path."""
         one_of("kind", self.kind, ("byte", "bpe", "file"))
         positive("vocab_size", self.vocab_size)
@@ -52,7 +53,7 @@ class TokenizerConfig:
 
 
 @dataclass
-class DataConfig:
+class DataConfig(ValidatedConfig):
     """The named sources a recipe's mixtures refer to, the tokenizer, and the held-out split."""
 
     # No default entries: OmegaConf merges dicts key by key, so a default source would join every preset's.
@@ -62,19 +63,15 @@ class DataConfig:
     cache_dir: str | None = None  # prepared shards are reused from here; default <paths.cache_dir>/data
     chunk_tokens: int = 1 << 16
 
-    def validate(self) -> None:
-        """At least one source; a validation split exists."""
-        if not self.sources:
-            raise invalid("sources", dict(self.sources), "at least one named source")
+    def validate_fields(self) -> None:
+        """A validation split exists. (No source is a valid default here: presets add theirs, and the recipe check
+        at build names the mixture's sources that are missing.)"""
         in_range("val_fraction", self.val_fraction, 1e-6, 0.5)
         positive("chunk_tokens", self.chunk_tokens)
-        self.tokenizer.validate()
-        for source in self.sources.values():
-            source.validate()
 
 
 @dataclass
-class OptimizerConfig:
+class OptimizerConfig(ValidatedConfig):
     """AdamW, or Muon for 2-D matrices with AdamW for the rest (one learning rate, RMS-matched)."""
 
     name: str = "muon"  # adamw | muon
@@ -90,7 +87,7 @@ class OptimizerConfig:
     # H200 (8 layers: 646 ms compiled vs 207 ms eager per step, BENCHMARKS.md), the matmuls are cuBLAS anyway.
     compile_newton_schulz: bool = False
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Known optimizer, betas and momentum in [0, 1)."""
         one_of("name", self.name, ("adamw", "muon"))
         for i, beta in enumerate(self.betas):
@@ -103,7 +100,7 @@ class OptimizerConfig:
 
 
 @dataclass
-class DistributedConfig:
+class DistributedConfig(ValidatedConfig):
     """Data parallelism: one code path from one CPU process to many GPUs under torchrun."""
 
     strategy: str = "auto"  # auto (single when one process, else ddp) | single | ddp | fsdp
@@ -112,7 +109,7 @@ class DistributedConfig:
     reshard_after_forward: bool = True  # fsdp: free gathered params after forward (ZeRO-3) or keep (ZeRO-2)
     timeout_s: float = 600.0
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Known strategy and backend."""
         one_of("strategy", self.strategy, ("auto", "single", "ddp", "fsdp"))
         one_of("backend", self.backend, ("auto", "gloo", "nccl"))
@@ -120,7 +117,7 @@ class DistributedConfig:
 
 
 @dataclass
-class CheckpointConfig:
+class CheckpointConfig(ValidatedConfig):
     """torch.distributed.checkpoint saves: cadence, retention, async, resume."""
 
     enabled: bool = True
@@ -130,14 +127,14 @@ class CheckpointConfig:
     resume: bool = True
     dir: str | None = None  # default: <run dir>/checkpoints
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Positive cadence and retention."""
         positive("every_steps", self.every_steps)
         positive("keep_last", self.keep_last)
 
 
 @dataclass
-class EvalConfig:
+class EvalConfig(ValidatedConfig):
     """Validation loss cadence and the sample generation at the end."""
 
     every_steps: int = 50
@@ -148,21 +145,17 @@ class EvalConfig:
     sample_top_p: float = 1.0
     downstream: DownstreamConfig = field(default_factory=DownstreamConfig)  # lm-eval tasks during training
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Positive cadence and sizes."""
         positive("every_steps", self.every_steps)
         positive("sequences", self.sequences)
         non_negative("sample_tokens", self.sample_tokens)
         non_negative("sample_temperature", self.sample_temperature)
         in_range("sample_top_p", self.sample_top_p, 1e-6, 1.0)
-        try:
-            self.downstream.validate()
-        except ValueError as err:
-            raise type(err)(str(err).replace("invalid config: ", "invalid config: downstream.", 1)) from None
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(ValidatedConfig):
     """How a pretraining run is executed; `recipe` says what it trains on and for how long."""
 
     seed: int = 0
@@ -187,7 +180,7 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     plots: bool = True
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Batch sizes, precision and device are coherent on their own (cross-checks happen at build)."""
         positive("global_batch_size", self.global_batch_size)
         positive("micro_batch_size", self.micro_batch_size)
@@ -202,8 +195,3 @@ class TrainConfig:
         non_negative("grad_clip", self.grad_clip)
         positive("max_steps", self.max_steps, optional=True)
         positive("cpu_threads", self.cpu_threads, optional=True)
-        for name in ("data", "optimizer", "distributed", "checkpoint", "eval", "resilience", "faults"):
-            try:
-                getattr(self, name).validate()
-            except ValueError as err:
-                raise type(err)(str(err).replace("invalid config: ", f"invalid config: {name}.", 1)) from None

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 
 from zaya_config.checks import in_range, one_of, positive
 from zaya_config.errors import invalid
+from zaya_config.validated import ValidatedConfig
 
 
 @dataclass
-class ScheduleConfig:
+class ScheduleConfig(ValidatedConfig):
     """The learning-rate segment of one phase, as a function of the phase's token progress in [0, 1].
 
     `warmup_cosine`: linear warmup to `peak_lr`, then cosine to `end_lr`. `wsd` (warmup-stable-decay):
@@ -27,7 +28,7 @@ class ScheduleConfig:
     decay_fraction: float = 0.2  # wsd only
     decay_shape: str = "linear"  # wsd only: linear | cosine
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Known kind, non-negative rates, fractions that leave room for each other."""
         one_of("kind", self.kind, ("warmup_cosine", "wsd", "constant"))
         one_of("decay_shape", self.decay_shape, ("linear", "cosine"))
@@ -43,7 +44,7 @@ class ScheduleConfig:
 
 
 @dataclass
-class BatchRampConfig:
+class BatchRampConfig(ValidatedConfig):
     """Raise the global batch from `start_global_batch_size` to the phase's over its first `tokens` tokens.
 
     Large-batch pretraining starts small and grows the batch (ZAYA1 raised its batch size during training):
@@ -54,7 +55,7 @@ class BatchRampConfig:
     start_global_batch_size: int = 1
     tokens: int = 0
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """A positive start batch and a non-negative ramp length."""
         positive("start_global_batch_size", self.start_global_batch_size)
         if self.tokens < 0:
@@ -71,7 +72,7 @@ def ramped_batch_size(ramp: BatchRampConfig | None, target: int, granule: int, t
 
 
 @dataclass
-class PhaseConfig:
+class PhaseConfig(ValidatedConfig):
     """One phase: how many tokens, at which context length and RoPE theta, from which data mixture."""
 
     name: str = "pretrain"
@@ -83,7 +84,7 @@ class PhaseConfig:
     global_batch_size: int | None = None  # sequences per step; default train.global_batch_size
     batch_ramp: BatchRampConfig | None = None  # grow the batch over the phase's first tokens (None: fixed)
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Positive sizes, a non-empty mixture of non-negative weights that sum to something."""
         positive("tokens", self.tokens)
         positive("seq_len", self.seq_len)
@@ -91,38 +92,25 @@ class PhaseConfig:
         positive("global_batch_size", self.global_batch_size, optional=True)
         if not self.mixture or any(w < 0 for w in self.mixture.values()) or sum(self.mixture.values()) <= 0:
             raise invalid("mixture", dict(self.mixture), "source name -> weight >= 0, with a positive sum")
-        self.schedule.validate()
-        if self.batch_ramp is not None:
-            try:
-                self.batch_ramp.validate()
-            except ValueError as err:
-                raise type(err)(str(err).replace("invalid config: ", "invalid config: batch_ramp.", 1)) from None
-            if self.batch_ramp.tokens > self.tokens:
-                raise invalid(
-                    "batch_ramp.tokens", self.batch_ramp.tokens, f"at most the phase's tokens ({self.tokens})"
-                )
+        if self.batch_ramp is not None and self.batch_ramp.tokens > self.tokens:
+            raise invalid("batch_ramp.tokens", self.batch_ramp.tokens, f"at most the phase's tokens ({self.tokens})")
 
 
 @dataclass
-class RecipeConfig:
+class RecipeConfig(ValidatedConfig):
     """A named list of phases; `total_tokens`, when given, must equal the sum of the phase budgets."""
 
     name: str = "custom"
     total_tokens: int | None = None
     phases: list[PhaseConfig] = field(default_factory=list)
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """At least one phase, unique names, budgets that add up."""
         if not self.phases:
             raise invalid("phases", [], "a list of at least one phase")
         names = [p.name for p in self.phases]
         if len(set(names)) != len(names):
             raise invalid("phases", names, "phases with unique names")
-        for i, phase in enumerate(self.phases):
-            try:
-                phase.validate()
-            except ValueError as err:
-                raise type(err)(str(err).replace("invalid config: ", f"invalid config: phases[{i}].", 1)) from None
         total = sum(p.tokens for p in self.phases)
         if self.total_tokens is not None and total != self.total_tokens:
             raise invalid(

@@ -63,9 +63,9 @@ def _load_run(run_dir: Path) -> TrainedModel:
     from omegaconf import OmegaConf
     from torch.distributed.checkpoint.state_dict import get_model_state_dict
     from zaya_config import validate_config
+    from zaya_config.train_checkpoint.layout import step_dirs
     from zaya_model import build_model, hf_keys
 
-    from zaya_train.checkpoint.layout import step_dirs
     from zaya_train.checkpoint.manager import CheckpointManager
 
     cfg = OmegaConf.load(run_dir / "config.yaml")

@@ -9,16 +9,22 @@ A step runs the model's fast path: the wrapped module (DDP/FSDP2 hooks fire) is 
 the fused chunked loss; blocks are compiled and checkpointed per `train.compile` / `train.activation_checkpointing`
 (distributed/parallelize.py). The step reads one thing back to the host: the loss and gradient norm the
 anomaly guard judges before the optimizer step may touch the weights. Everything else a step produces
-(expert load, step timings) is read on logging steps only. Fault-tolerance features (preemption saves, watchdog heartbeats, NaN/spike policies,
-fault injection) plug in as hooks; each hook may define any of `before_step(trainer)`,
-`after_step(trainer, metrics)` and `on_end(trainer, summary)`.
+(expert load, step timings) is read on logging steps only.
+
+Everything else plugs in as hooks, passed in by the builder (`zaya_train.build.build_trainer`): `resilience`
+(preemption saves, watchdog heartbeats, NaN/spike policy, fault injection; it also judges each step before the
+optimizer may touch the weights) and `hooks` (router balancing, downstream evals, a test's recorder). A hook
+may define any of `before_step(trainer)`, `after_optimizer_step(trainer, metrics)`,
+`on_dropped_step(trainer, metrics)`, `after_step(trainer, metrics)` and `on_end(trainer, summary)`; tensors a
+hook puts into a step's metrics are read to the host on logging steps and dropped on the others.
+Checkpoint contents (what is saved, how a resume restores it) live in `checkpoint/trainer_state.py`.
 """
 
 import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from zaya_train.checkpoint import trainer_state
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData
 from zaya_train.data.sampler import MixtureSampler, validation_windows
@@ -33,8 +40,9 @@ from zaya_train.distributed import DistributedContext, parallelize, resolve_comp
 from zaya_train.metrics import MetricsWriter, StepTimer, mfu, plot_run
 from zaya_train.optim import build_optimizer, learning_rate
 from zaya_train.recipe import RecipeConfig, ramped_batch_size
+from zaya_train.resilience import Resilience
 from zaya_train.sample import generate_text
-from zaya_train.train_state import TrainProgress, rng_state, set_rng_state
+from zaya_train.train_state import TrainProgress
 
 log = logging.getLogger("zaya_train")
 
@@ -51,6 +59,8 @@ class Trainer:
         ctx: DistributedContext,
         run_dir: Path,
         *,
+        resilience: Resilience,
+        hooks: Sequence[Any] = (),
         hardware: Any = None,
         flops_per_token: Callable[[int], float] | None = None,
         log_every: int = 10,
@@ -81,7 +91,8 @@ class Trainer:
         self.sampler: MixtureSampler | None = None
         self.val_windows: dict[str, np.ndarray] = {}
         self.metrics = MetricsWriter(self.run_dir, enabled=metrics_jsonl and ctx.is_rank0, tensorboard=tensorboard)
-        self.hooks: list[Any] = []
+        self.resilience = resilience
+        self.hooks: list[Any] = [resilience, *hooks]
         self.checkpoints = None
         if train.checkpoint.enabled:
             from zaya_train.checkpoint import CheckpointManager
@@ -92,10 +103,6 @@ class Trainer:
             )
         self._window_start = (time.perf_counter(), 0)
         self._last_saved_step = -1
-        from zaya_train.resilience.trainer_hook import ResilienceHook  # preemption, watchdog, NaN policy, faults
-
-        self.resilience = ResilienceHook(self)
-        self.hooks.append(self.resilience)
 
     # ------------------------------------------------------------------ phases
     @property
@@ -162,7 +169,7 @@ class Trainer:
             return module(tokens[:, :-1], labels=tokens[:, 1:])
 
     def train_step(self, batch: np.ndarray) -> dict[str, Any]:
-        """Forward/backward over micro-batches, clip, step the optimizer, balance the routers."""
+        """Forward/backward over micro-batches, clip, judge, step the optimizer, then the hooks' step events."""
         logging_now = self._logging_now()
         timer = StepTimer(self.ctx.device) if logging_now else None
         if timer is not None:
@@ -196,22 +203,28 @@ class Trainer:
         verdict = self.resilience.judge(self.progress.step + 1, loss_value, norm_value)
         if verdict != "accept":  # a NaN or spiking batch never reaches the weights (skip or roll back)
             self.optimizer.zero_grad(set_to_none=True)
-            self.model.reset_router_counts()  # a dropped batch does not steer the balancing
-            return {**metrics, "anomaly": verdict}
+            metrics["anomaly"] = verdict
+            self._call_hooks("on_dropped_step", metrics)
+            return self._to_host(metrics, timer is not None)
         self.optimizer.step()
-        load = self.model.update_router_biases()  # all-reduces the counts once; the global fractions
+        self._call_hooks("after_optimizer_step", metrics)
         if timer is not None:
             timer.mark("optimizer")
-            metrics["expert_load"] = load.tolist()
-            metrics["skip_rate"] = float(load[:, -1].mean())
             metrics["optimizer_ms"] = timer.ms("backward", "optimizer")
             metrics["step_ms"] = timer.ms("start", "optimizer")
             if self.ctx.device.type == "cuda":
                 metrics["peak_gib"] = torch.cuda.max_memory_allocated(self.ctx.device) / 2**30
-        return metrics
+        return self._to_host(metrics, timer is not None)
 
     def _logging_now(self) -> bool:
         return (self.progress.step + 1) % self.log_every == 0 or self.progress.step == 0
+
+    @staticmethod
+    def _to_host(metrics: dict[str, Any], logging_now: bool) -> dict[str, Any]:
+        """Device tensors in the metrics read to the host on logging steps (one read each), dropped otherwise."""
+        if logging_now:
+            return {k: v.tolist() if isinstance(v, torch.Tensor) else v for k, v in metrics.items()}
+        return {k: v for k, v in metrics.items() if not isinstance(v, torch.Tensor)}
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
@@ -250,99 +263,24 @@ class Trainer:
         return record
 
     # ------------------------------------------------------------------ checkpoints
-    def train_state(self) -> dict[str, Any]:
-        """The picklable part of a checkpoint (per rank)."""
-        return {
-            "progress": self.progress.state_dict(),
-            "rng": rng_state(),
-            "world_size": self.ctx.world_size,
-            "sampler": self.sampler.state_dict() if self.sampler is not None else None,
-            "recipe": self.recipe.name,
-            "resilience": self.resilience.state_dict(),
-        }
-
-    def checkpoint_state(self) -> dict[str, Any]:
-        """{"model", "optim", "train"} as CheckpointManager expects (DCP state dicts + plain dict).
-
-        Under ZeRO-1 `optim` is this rank's part of the logical (per-fqn) optimizer state, which DCP merges
-        with the other ranks' into the checkpoint an unsharded optimizer writes (optim/zero1_state.py)."""
-        from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
-
-        if self.zero1:
-            from zaya_train.optim.zero1_state import zero1_state_dict
-
-            optim_sd = zero1_state_dict(self.model, self.optimizer)
-            return {"model": get_model_state_dict(self.model), "optim": optim_sd, "train": self.train_state()}
-        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
-        return {"model": model_sd, "optim": optim_sd, "train": self.train_state()}
-
     def save_checkpoint(self) -> None:
-        """Save the current state (every rank writes its shards)."""
+        """Save the current state (every rank writes its shards; contents: `checkpoint/trainer_state.py`)."""
         if self.checkpoints is None or self._last_saved_step == self.progress.step:
             return
-        self.checkpoints.save(self.progress.step, self.checkpoint_state())
+        self.checkpoints.save(self.progress.step, trainer_state.collect(self))
         self._last_saved_step = self.progress.step
 
     def resume(self) -> bool:
         """Load the latest valid checkpoint, if any, and continue exactly where it stopped."""
-        from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict, set_state_dict
-
-        from zaya_train.checkpoint.layout import step_dirs
+        from zaya_config.train_checkpoint.layout import step_dirs
 
         if self.checkpoints is None or not self.cfg.checkpoint.resume or not step_dirs(self.checkpoints.root):
             return False
-        from zaya_train.optim.zero1_state import load_zero1_state_dict, local_optimizer, zero1_template
-
-        # Building the templates initialises the optimizer state (DCP steps it once with zero grads, which
-        # advances AdamW's step counters); a successful load overwrites it, a failed one must not keep it.
-        optimizer_state = local_optimizer(self.optimizer).state
-        fresh = not optimizer_state
-        if self.zero1:  # only this rank's parameters under the current partition (any world size)
-            state = {"model": get_model_state_dict(self.model), "optim": zero1_template(self.model, self.optimizer)}
-        else:
-            state = self.checkpoint_state()
-        step = self.checkpoints.load_latest(state, self._older_zero1_checkpoint)
+        step = trainer_state.restore(self)
         if step is None:
-            if fresh:
-                optimizer_state.clear()
             return False
-        train = state["train"]
-        if self.zero1:
-            set_model_state_dict(self.model, state["model"])
-            if "zero1_optim" in train:  # written before ZeRO-1 state went into the DCP checkpoint
-                self.optimizer.optim.load_state_dict(train["zero1_optim"])
-            else:
-                load_zero1_state_dict(self.model, self.optimizer, state["optim"])
-        else:
-            set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
-        self.progress = TrainProgress.from_state_dict(train["progress"])
-        if self.progress.phase >= 0:
-            self.enter_phase(self.progress.phase, train["sampler"])
-        set_rng_state(train["rng"])
-        self._last_saved_step = self.progress.step
-        self.resilience.load_state_dict(train.get("resilience"))
-        self.resilience.resumed(step)
-        log.info("resumed from step %d (%d tokens, phase %d)", step, self.progress.tokens, self.progress.phase)
+        self._last_saved_step = step
         return True
-
-    def _older_zero1_checkpoint(self, state: dict[str, Any], train_file: Path) -> None:
-        """Checkpoints of older zaya-train keep each rank's ZeRO-1 shard in its pickled train state: load
-        that (no optimizer tensors from DCP) under ZeRO-1 on the world size that wrote it, refuse anything else
-        (every rank reads a file of the same checkpoint, so all ranks decide alike)."""
-        train = state["train"]
-        if "zero1_optim" not in train:
-            return
-        if not self.zero1 or train["world_size"] != self.ctx.world_size:
-            from zaya_train.errors import ZayaTrainError
-
-            here = f"{self.ctx.world_size} ranks" + ("" if self.zero1 else " without ZeRO-1")
-            raise ZayaTrainError(
-                f"{train_file}: holds a ZeRO-1 optimizer shard in the older pickled form, partitioned for "
-                f"{train['world_size']} ranks; this run has {here}. Resume with train.distributed.zero1=true on "
-                f"{train['world_size']} ranks and let it save once (checkpoints now store ZeRO-1 state by "
-                "parameter name, loadable on any world size), then resume from that checkpoint here"
-            )
-        state.pop("optim", None)
 
     # ------------------------------------------------------------------ the loop
     def _call_hooks(self, event: str, *args: Any) -> None:
@@ -365,7 +303,7 @@ class Trainer:
         self.progress.tokens += metrics["tokens_in_step"]
         self.progress.record_loss(metrics["loss"])
         step = self.progress.step
-        if "expert_load" in metrics or step % self.log_every == 0:
+        if "step_ms" in metrics or step % self.log_every == 0:  # step_ms: a logging step's timings
             t0, tok0 = self._window_start
             now = time.perf_counter()
             tps = (self.progress.tokens - tok0) / max(now - t0, 1e-9)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zaya_config.train_checkpoint.layout import LATEST_NAME, read_latest, step_dir_name
+
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter
 from ckpt_reshape.formats.dcp import DcpReader, DcpWriter, is_dcp_folder
@@ -28,12 +30,15 @@ _READERS: dict[str, type[CheckpointReader]] = {
 
 def resolve_zaya_train_root(path: Path) -> Path:
     """A zaya-train checkpoint root (with a `latest` pointer) stands for its latest committed step folder."""
-    latest = path / "latest"
+    latest = path / LATEST_NAME
     if path.is_dir() and latest.is_file() and not (path / ".metadata").exists():
-        step = path / latest.read_text(encoding="utf-8").strip()
-        if not step.is_dir():
-            raise ReshapeError(f"{latest}: points to {step.name}, which does not exist")
-        return step
+        step = read_latest(path)
+        if step is None:
+            raise ReshapeError(f"{latest}: does not name a step folder (step_NNNNNNNN); rewrite it or pass the folder")
+        folder = path / step_dir_name(step)
+        if not folder.is_dir():
+            raise ReshapeError(f"{latest}: points to {folder.name}, which does not exist")
+        return folder
     return path
 
 

@@ -2,7 +2,7 @@
 them one at a time and stores the pieces a target layout asks for.
 
 Readers never modify their source (files are opened read-only). Writers write into a fresh folder (or
-file) that `atomic.py` renames into place only after `finish()`.
+file) that `zaya_config.atomic.atomic_output` renames into place only after `finish()`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 import torch
+from zaya_config.atomic import fsync_path
 
 from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
@@ -134,22 +135,19 @@ class CheckpointWriter(ABC):
             fsync_path(path)
 
 
-def fsync_path(path: Path) -> None:
-    """fsync a file or folder so a rename after it cannot expose half-written data."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def write_bytes_file(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write a file of a checkpoint being built (fsynced when `durable`); the whole folder is published
+    atomically later, so the file itself needs no temporary name."""
+    with open(path, "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        if durable:
+            os.fsync(stream.fileno())
 
 
 def write_text_file(path: Path, text: str, durable: bool = True) -> None:
     """Write a metadata file of a checkpoint being built (fsynced when `durable`)."""
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(text)
-        stream.flush()
-        if durable:
-            os.fsync(stream.fileno())
+    write_bytes_file(path, text.encode("utf-8"), durable)
 
 
 def write_sidecar(folder: Path, sidecar: dict, durable: bool = True) -> None:

@@ -25,6 +25,7 @@ from torch.distributed.checkpoint.metadata import (
     TensorProperties,
     TensorStorageMetadata,
 )
+from zaya_config.train_checkpoint.manifest import find_manifest
 
 from ckpt_reshape.byte_ranges import Extent, Target, contiguous_start
 from ckpt_reshape.errors import ReshapeError
@@ -41,7 +42,6 @@ from ckpt_reshape.open_files import OpenFiles
 from ckpt_reshape.pieces import Piece
 from ckpt_reshape.row_blocks import RowReader, RowWriter, chunk_row_reader, piece_row_writer
 from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, placeholder, pwrite_from, save_skeleton
-from ckpt_reshape.train_manifest import read_train_manifest
 
 METADATA_NAME = ".metadata"
 
@@ -92,7 +92,7 @@ class DcpReader(CheckpointReader):
 
     def _train_layout(self) -> ParallelLayout | None:
         """A zaya-train folder records its world size; it is data parallel, FSDP when tensors are sharded."""
-        manifest = read_train_manifest(self.path)
+        manifest = find_manifest(self.path)
         if manifest is None or not isinstance(manifest.get("world_size"), int) or manifest["world_size"] < 1:
             return None
         return ParallelLayout(dp=manifest["world_size"], fsdp=any(len(c) > 1 for c in self._chunks.values()))

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from zaya_config.atomic import fsync_path
 
 from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
-from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, fsync_path, layout_from_sidecar
+from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, layout_from_sidecar
 from ckpt_reshape.index import TensorMeta, dtype_from_name, dtype_name
 from ckpt_reshape.open_files import OpenFiles
 from ckpt_reshape.pieces import Piece

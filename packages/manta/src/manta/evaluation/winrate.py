@@ -115,8 +115,7 @@ def plot_win_rates(report: WinRateReport, path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from manta.atomic import atomic_write
+    from zaya_config.atomic import write_atomic
 
     names = list(report.tallies)
     fig, ax = plt.subplots(figsize=(5, 3))
@@ -129,5 +128,5 @@ def plot_win_rates(report: WinRateReport, path: str) -> None:
     ax.set_xlabel(f"share of prompts ({report.system_a} vs {report.system_b})")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
+    write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
     plt.close(fig)

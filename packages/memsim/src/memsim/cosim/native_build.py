@@ -17,6 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from zaya_config.atomic import write_file_atomic, write_text_atomic
+
 from memsim.compiled import layout
 from memsim.errors import MemsimError
 
@@ -85,12 +87,14 @@ def build_library(kind: str, out_dir: Path) -> Path:
         gen = out_dir / "include"
         gen.mkdir(exist_ok=True)
         (gen / "memsim_layout.h").write_text(header)
-        tmp = lib.with_suffix(".so.tmp")
-        cmd = [*shlex.split(cxx), *CXXFLAGS, *(f"-I{d}" for d in [gen, *includes]),
-               *(str(NATIVE_DIR / s) for s in LIBRARIES[kind]), "-o", str(tmp)]  # fmt: skip
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise MemsimError(f"building {lib.name} failed:\n{done.stderr[-4000:]}")
-        tmp.replace(lib)
-        stamp.write_text(digest.hexdigest())
+
+        def compile_to(tmp: Path) -> None:
+            cmd = [*shlex.split(cxx), *CXXFLAGS, *(f"-I{d}" for d in [gen, *includes]),
+                   *(str(NATIVE_DIR / s) for s in LIBRARIES[kind]), "-o", str(tmp)]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise MemsimError(f"building {lib.name} failed:\n{done.stderr[-4000:]}")
+
+        write_file_atomic(lib, compile_to)
+        write_text_atomic(stamp, digest.hexdigest())
     return lib

@@ -4,12 +4,13 @@ from dataclasses import dataclass, field
 
 from zaya_config.checks import one_of, positive
 from zaya_config.errors import invalid
+from zaya_config.validated import ValidatedConfig
 
 from memsim.workloads.llm_step import PHASES
 
 
 @dataclass
-class MemstudyConfig:
+class MemstudyConfig(ValidatedConfig):
     """Which steps to simulate and how large a sample of each; defaults finish in seconds per standard."""
 
     phases: list[str] = field(default_factory=lambda: ["decode", "prefill"])
@@ -23,7 +24,7 @@ class MemstudyConfig:
     seed: int = 0
     plots: bool = True
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Known phases, positive sizes, a window that fits in the sample."""
         if not self.phases:
             raise invalid("phases", self.phases, "a non-empty list of " + ", ".join(PHASES))

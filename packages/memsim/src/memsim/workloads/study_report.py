@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from zaya_config.atomic import write_text_atomic
+from zaya_config.atomic import write_atomic, write_text_atomic
 
 SCALAR_TYPES = (int, float, str, bool)
 LATENCY_BINS = 40
@@ -52,9 +52,7 @@ def _pyplot():
 
 
 def _save(fig: Any, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    tmp.replace(path)
+    write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=110))
 
 
 def plot_roofline_bars(rows: Sequence[dict[str, Any]], labels: Sequence[str], path: Path, title: str) -> bool:

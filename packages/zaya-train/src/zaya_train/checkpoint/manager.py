@@ -1,6 +1,7 @@
 """CheckpointManager: atomic, verified, optionally asynchronous torch.distributed.checkpoint saves.
 
-Why each step of a save exists (see layout.py for the folder names):
+Why each step of a save exists (`zaya_config.train_checkpoint.layout` names the folders, its `manifest`
+the integrity file; ckpt-reshape reads and rewrites the same root):
 1. every rank writes its DCP shards and its plain training state into `.tmp.step_N/` (fsynced);
 2. rank 0 hashes every file into `manifest.json`, renames the folder to `step_N/` and fsyncs the root;
 3. only then does `latest` move to `step_N` (atomic replace), so a SIGKILL at any moment leaves either
@@ -19,7 +20,6 @@ import pickle
 import shutil
 import time
 import warnings
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +27,20 @@ from typing import Any
 
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-
-from zaya_train.checkpoint.atomic import atomic_write_bytes, atomic_write_text, durable_rename, fsync_path
-from zaya_train.checkpoint.errors import CheckpointError
-from zaya_train.checkpoint.layout import (
+from zaya_config.atomic import durable_rename, fsync_path, write_bytes_atomic
+from zaya_config.train_checkpoint.layout import (
     LATEST_NAME,
     TMP_PREFIX,
     read_latest,
     step_dir_name,
     step_dirs,
+    tmp_dir_name,
     train_state_name,
+    write_latest,
 )
-from zaya_train.checkpoint.manifest import ManifestProblem, verify_manifest, write_manifest
+from zaya_config.train_checkpoint.manifest import ManifestProblem, verify_manifest, write_manifest
+
+from zaya_train.checkpoint.errors import CheckpointError
 
 log = logging.getLogger(__name__)
 # DCP warns on every single-process save/load (also from the async upload thread, where no
@@ -87,14 +89,14 @@ class CheckpointManager:
         """Write a checkpoint of `state` for `step`; returns its final folder (committed once `wait()` returns)."""
         start = time.perf_counter()
         self.wait()
-        tmp = self.root / f"{TMP_PREFIX}{step_dir_name(step)}"
+        tmp = self.root / tmp_dir_name(step)
         final = self.root / step_dir_name(step)
         if self.rank == 0:
             if tmp.exists():
                 shutil.rmtree(tmp)
             tmp.mkdir(parents=True)
         self._barrier()
-        atomic_write_bytes(tmp / train_state_name(self.rank), pickle.dumps(state.get(TRAIN_KEY, {}), protocol=5))
+        write_bytes_atomic(tmp / train_state_name(self.rank), pickle.dumps(state.get(TRAIN_KEY, {}), protocol=5))
         tensors = {k: v for k, v in state.items() if k != TRAIN_KEY}
         writer = dcp.FileSystemWriter(tmp, sync_files=True)
         timing = SaveTiming(step=step, blocking_s=0.0)
@@ -127,7 +129,7 @@ class CheckpointManager:
         if final.exists():  # an uncommitted leftover of a killed run reaching the same step
             shutil.rmtree(final)
         durable_rename(tmp, final)
-        atomic_write_text(self.root / LATEST_NAME, final.name + "\n")
+        write_latest(self.root, step)
         self._prune(step)
 
     def _prune(self, latest: int) -> None:
@@ -160,15 +162,11 @@ class CheckpointManager:
             self._executor.shutdown(wait=True)
 
     # ---------------------------------------------------------------- load
-    def load_latest(
-        self, state: dict[str, Any], on_train_state: Callable[[dict[str, Any], Path], None] | None = None
-    ) -> int | None:
+    def load_latest(self, state: dict[str, Any]) -> int | None:
         """Load the newest verified checkpoint into `state` (in place); returns its step or None when none exists.
 
-        `state["train"]` is replaced by the saved dict of this rank (rank 0's when the world grew); then
-        `on_train_state(state, file)` may adapt the rest of `state` to what that dict says was saved (an older
-        layout, say) or raise, alike on every rank (one rank raising alone leaves the others in DCP's load);
-        then the tensors in `state["model"]` / `state["optim"]` are filled in place by DCP.
+        `state["train"]` is replaced by the saved dict of this rank (rank 0's when the world grew); the tensors
+        in `state["model"]` / `state["optim"]` are filled in place by DCP.
         """
         self.wait()
         choice = [self._choose_checkpoint() if self.rank == 0 else None]
@@ -182,8 +180,6 @@ class CheckpointManager:
         own = own if own.exists() else folder / train_state_name(0)
         with open(own, "rb") as stream:
             state[TRAIN_KEY] = pickle.load(stream)
-        if on_train_state is not None:
-            on_train_state(state, own)
         tensors = {k: v for k, v in state.items() if k != TRAIN_KEY}
         if tensors:
             dcp.load(

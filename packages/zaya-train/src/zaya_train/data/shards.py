@@ -7,11 +7,11 @@ made with one tokenizer is never read with another. Shards are written under a t
 into place, so a crash never leaves a half shard that looks whole.
 """
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from zaya_config.atomic import write_dir_atomic
 
 from zaya_train.data.corpus import Document, is_validation
 from zaya_train.data.tokenizers import Tokenizer
@@ -62,40 +62,37 @@ def write_shard(
     progress: bool = True,
     description: str = "tokenizing",
 ) -> Path:
-    """Tokenize `docs` into a shard at `out` (atomic: built beside it, then renamed)."""
+    """Tokenize `docs` into a shard at `out` (atomic: built beside it, then swapped in; `zaya_config.atomic`)."""
     import zarr
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    group = zarr.open_group(str(tmp), mode="w")
-    writers = {split: _SplitWriter(group, split, chunk_tokens) for split in SPLITS}
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, disable=not progress, transient=True) as bar:
-        task = bar.add_task(description, total=len(docs))
-        for doc in docs:
-            ids = tokenizer.encode(doc.read())
-            if ids.size and int(ids.max()) >= tokenizer.vocab_size:
-                raise ZayaTrainError(f"tokenizer produced id {int(ids.max())} >= its vocab_size {tokenizer.vocab_size}")
-            split = "val" if is_validation(doc.name, val_fraction) else "train"
-            writers[split].add(np.append(ids, np.uint32(tokenizer.eos_id)))
-            bar.advance(task)
-    for split, writer in writers.items():
-        writer.close(group, split)
-    group.attrs.update(
-        {
-            "format": FORMAT,
-            "tokenizer": tokenizer.describe(),
-            "num_docs": {s: len(w.offsets) - 1 for s, w in writers.items()},
-            "num_tokens": {s: w.offsets[-1] for s, w in writers.items()},
-        }
-    )
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
-    return out
+    def fill(tmp: Path) -> None:
+        group = zarr.open_group(str(tmp), mode="w")
+        writers = {split: _SplitWriter(group, split, chunk_tokens) for split in SPLITS}
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, disable=not progress, transient=True) as bar:
+            task = bar.add_task(description, total=len(docs))
+            for doc in docs:
+                ids = tokenizer.encode(doc.read())
+                if ids.size and int(ids.max()) >= tokenizer.vocab_size:
+                    raise ZayaTrainError(
+                        f"tokenizer produced id {int(ids.max())} >= its vocab_size {tokenizer.vocab_size}"
+                    )
+                split = "val" if is_validation(doc.name, val_fraction) else "train"
+                writers[split].add(np.append(ids, np.uint32(tokenizer.eos_id)))
+                bar.advance(task)
+        for split, writer in writers.items():
+            writer.close(group, split)
+        group.attrs.update(
+            {
+                "format": FORMAT,
+                "tokenizer": tokenizer.describe(),
+                "num_docs": {s: len(w.offsets) - 1 for s, w in writers.items()},
+                "num_tokens": {s: w.offsets[-1] for s, w in writers.items()},
+            }
+        )
+
+    return write_dir_atomic(Path(out), fill)
 
 
 @dataclass

@@ -107,10 +107,9 @@ def train_bpe(texts: Iterable[str], vocab_size: int, eos_token: str, out_file: P
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(texts, trainer=trainer)
-    from zaya_train.checkpoint.atomic import atomic_write_text
+    from zaya_config.atomic import write_text_atomic
 
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out_file, tok.to_str())
+    write_text_atomic(out_file, tok.to_str())
     return out_file
 
 

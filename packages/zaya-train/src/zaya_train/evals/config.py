@@ -4,10 +4,11 @@ from dataclasses import dataclass, field
 
 from zaya_config.checks import non_negative, positive
 from zaya_config.errors import invalid
+from zaya_config.validated import ValidatedConfig
 
 
 @dataclass
-class DownstreamConfig:
+class DownstreamConfig(ValidatedConfig):
     """Which lm-eval tasks to run, how often and on how many documents; no tasks: off.
 
     Runs at the first step, every `every_steps` steps and at the end of the run; scores go to
@@ -23,7 +24,7 @@ class DownstreamConfig:
     include_path: list[str] = field(default_factory=list)  # extra folders of task YAML files
     at_start: bool = True  # also score the untrained model (step 0)
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Cadence, sizes and counts are in range; task names are checked when the run starts."""
         positive("every_steps", self.every_steps)
         positive("limit", self.limit, optional=True)

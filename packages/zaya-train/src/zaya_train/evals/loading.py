@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from zaya_config.train_checkpoint.layout import parse_step, step_dir_name, train_state_name
 
-from zaya_train.checkpoint.layout import parse_step, step_dir_name, train_state_name
 from zaya_train.data.tokenizer_files import TOKENIZER_DIR, TOKENIZER_JSON, load_tokenizer_folder
 from zaya_train.data.tokenizers import Tokenizer
 from zaya_train.errors import ZayaTrainError
@@ -95,8 +95,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _step_folder(root: Path, step: int | None) -> tuple[int, Path]:
     """The verified checkpoint folder to read: `step`, or the newest that passes its manifest check."""
-    from zaya_train.checkpoint.layout import step_dirs
-    from zaya_train.checkpoint.manifest import verify_manifest
+    from zaya_config.train_checkpoint.layout import step_dirs
+    from zaya_config.train_checkpoint.manifest import verify_manifest
 
     dirs = step_dirs(root)
     if not dirs:

@@ -1,6 +1,7 @@
 """Fault tolerance for zaya-train: preemption, hang watchdog, loss-spike/NaN policy, crash loops, fault injection.
 
-Each part is usable alone; `ResilienceRuntime` bundles them behind the hooks the Trainer calls.
+Each part is usable alone; `Resilience` bundles them behind the hook points the Trainer calls (the builder
+creates it and passes it in).
 """
 
 from zaya_train.resilience.anomaly import AnomalyAction, AnomalyGuard, AnomalyLimitError
@@ -18,7 +19,7 @@ from zaya_train.resilience.events import EventLog, read_events
 from zaya_train.resilience.exit_codes import ExitCode
 from zaya_train.resilience.faults import FaultInjector, InjectedCrash
 from zaya_train.resilience.preemption import PreemptionHandler
-from zaya_train.resilience.runtime import ResilienceRuntime, exit_code_for
+from zaya_train.resilience.runtime import Resilience, exit_code_for
 from zaya_train.resilience.watchdog import HangWatchdog
 
 __all__ = [
@@ -38,8 +39,8 @@ __all__ = [
     "InjectedCrash",
     "PreemptionConfig",
     "PreemptionHandler",
+    "Resilience",
     "ResilienceConfig",
-    "ResilienceRuntime",
     "WatchdogConfig",
     "exit_code_for",
     "read_events",

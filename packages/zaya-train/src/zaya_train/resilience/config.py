@@ -4,25 +4,25 @@ Defaults protect a laptop run without getting in its way: SIGTERM saves and exit
 waits generously, NaNs skip the batch, no faults are injected.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zaya_config.checks import non_negative, one_of, positive
-from zaya_config.errors import ZayaConfigError, invalid
+from zaya_config.errors import invalid
+from zaya_config.validated import ValidatedConfig
 
 FAULT_KINDS = ("crash", "nan", "hang", "sigterm", "sigkill", "corrupt_checkpoint")
 ANOMALY_POLICIES = ("skip", "rollback", "raise")
 
 
 @dataclass
-class PreemptionConfig:
+class PreemptionConfig(ValidatedConfig):
     """SIGTERM (Slurm's preemption notice): save at the next step boundary and exit within the grace time."""
 
     enabled: bool = True
     grace_s: float = 60.0  # after the signal, the process is gone within this many seconds, saved or not
     exit_code: int = 0  # clean exit after the save; the launcher (Slurm --requeue) brings the job back
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Grace time positive, exit code a byte."""
         positive("grace_s", self.grace_s)
         if not 0 <= self.exit_code <= 255:
@@ -30,7 +30,7 @@ class PreemptionConfig:
 
 
 @dataclass
-class WatchdogConfig:
+class WatchdogConfig(ValidatedConfig):
     """Per-rank heartbeat: no step finished for `timeout_s` (longer before the first step) means a hang."""
 
     enabled: bool = True
@@ -38,7 +38,7 @@ class WatchdogConfig:
     first_step_timeout_s: float = 1800.0  # compilation, data preparation, first all-reduce
     poll_s: float = 1.0
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Positive times; the first step may not have less time than the others."""
         positive("timeout_s", self.timeout_s)
         positive("poll_s", self.poll_s)
@@ -49,7 +49,7 @@ class WatchdogConfig:
 
 
 @dataclass
-class AnomalyConfig:
+class AnomalyConfig(ValidatedConfig):
     """Loss spikes and non-finite values: detection window and what to do about them."""
 
     policy: str = "skip"  # skip the batch | rollback to the last checkpoint and skip its data window | raise
@@ -59,7 +59,7 @@ class AnomalyConfig:
     max_consecutive_skips: int = 5  # more anomalous batches in a row than this stops the run
     max_rollbacks: int = 3  # more rollbacks than this in one run stops the run
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Known policy, positive window and bounds."""
         one_of("policy", self.policy, ANOMALY_POLICIES)
         positive("window", self.window)
@@ -72,19 +72,19 @@ class AnomalyConfig:
 
 
 @dataclass
-class CrashLoopConfig:
+class CrashLoopConfig(ValidatedConfig):
     """In-job restarts (torchrun --max-restarts): stop when the same step keeps failing."""
 
     enabled: bool = True
     max_same_step_failures: int = 3
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """At least one failure before a loop is declared."""
         positive("max_same_step_failures", self.max_same_step_failures)
 
 
 @dataclass
-class ResilienceConfig:
+class ResilienceConfig(ValidatedConfig):
     """Everything that keeps a long run alive: preemption, hang watchdog, anomaly policy, crash loops."""
 
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
@@ -92,14 +92,12 @@ class ResilienceConfig:
     anomaly: AnomalyConfig = field(default_factory=AnomalyConfig)
     crash_loop: CrashLoopConfig = field(default_factory=CrashLoopConfig)
 
-    def validate(self) -> None:
-        """Validate each part, prefixing its key."""
-        for name in ("preemption", "watchdog", "anomaly", "crash_loop"):
-            _prefixed(name, getattr(self, name).validate)
+    def validate_fields(self) -> None:
+        """Nothing of its own: each part checks itself (ValidatedConfig prefixes their keys)."""
 
 
 @dataclass
-class FaultSpec:
+class FaultSpec(ValidatedConfig):
     """One injected fault: what, when (a step, or each step with a probability), on which rank, how often."""
 
     kind: str = "crash"  # crash | nan | hang | sigterm | sigkill | corrupt_checkpoint
@@ -108,7 +106,7 @@ class FaultSpec:
     rank: int | None = None  # null: every rank
     once: bool = True  # fire once per step across restarts (a marker file remembers); false: every time
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Known kind; a step or a probability; a valid rank."""
         one_of("kind", self.kind, FAULT_KINDS)
         if self.at_step is None and not 0.0 < self.probability <= 1.0:
@@ -120,21 +118,11 @@ class FaultSpec:
 
 
 @dataclass
-class FaultsConfig:
+class FaultsConfig(ValidatedConfig):
     """Fault injection for tests and soak runs; empty (no faults) by default."""
 
     seed: int = 0
     injections: list[FaultSpec] = field(default_factory=list)
 
-    def validate(self) -> None:
-        """Validate each injection, naming its index."""
-        for i, spec in enumerate(self.injections):
-            _prefixed(f"injections[{i}]", spec.validate)
-
-
-def _prefixed(prefix: str, check: Callable[[], None]) -> None:
-    """Run a nested validate(), adding `prefix.` to the key its error names."""
-    try:
-        check()
-    except ZayaConfigError as err:
-        raise ZayaConfigError(str(err).replace("invalid config: ", f"invalid config: {prefix}.", 1)) from None
+    def validate_fields(self) -> None:
+        """Nothing of its own: each injection checks itself (ValidatedConfig prefixes `injections[i]`)."""

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import torch.distributed as dist
+from zaya_config.atomic import write_text_atomic
 
-from zaya_train.checkpoint.atomic import atomic_write_text
 from zaya_train.errors import ZayaTrainError
 from zaya_train.resilience.events import EventLog
 
@@ -96,12 +96,12 @@ class CrashLoopDetector:
 
     def _write(self) -> None:
         assert self._path is not None and self.record is not None
-        atomic_write_text(self._path, json.dumps(self.record))
+        write_text_atomic(self._path, json.dumps(self.record))
 
     def _stop(self, report: dict[str, Any]) -> None:
         step = report["failing_step"]
         if self.rank == 0:
-            atomic_write_text(self.run_dir / REPORT_NAME, json.dumps(report, indent=1))
+            write_text_atomic(self.run_dir / REPORT_NAME, json.dumps(report, indent=1))
             if self.events is not None:
                 self.events.emit("crash_loop", step=step, failed_attempts=len(report["failed_attempts"]))
         raise CrashLoopError(

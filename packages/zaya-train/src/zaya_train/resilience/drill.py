@@ -75,9 +75,11 @@ def final_state(trainer: Any) -> dict[str, Any]:
     """Hashes of the trainer's whole state (call on every rank; rank 0's view is written)."""
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_optimizer_state_dict
 
+    from zaya_train.checkpoint.trainer_state import train_state
+
     model = get_model_state_dict(trainer.model)
     optim = get_optimizer_state_dict(trainer.model, trainer.optimizer)
-    train = trainer.train_state()
+    train = train_state(trainer)
     parts = {
         "model": state_hash(model),
         "optim": state_hash(optim),
@@ -101,7 +103,7 @@ def build_drill_trainer(args: argparse.Namespace) -> Any:
     import numpy as np
     from zaya_model import ZayaConfig
 
-    from zaya_train.build import create_trainer
+    from zaya_train.build import build_trainer
     from zaya_train.config import CheckpointConfig, DataConfig, EvalConfig, OptimizerConfig, SourceConfig, TrainConfig
     from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
     from zaya_train.resilience.config import (
@@ -152,7 +154,8 @@ def build_drill_trainer(args: argparse.Namespace) -> Any:
     model_cfg = ZayaConfig.from_preset("zaya1-tiny", num_hidden_layers=1)
     random.seed(args.seed)  # the Trainer seeds torch; python's and numpy's RNGs are part of the hashed state
     np.random.seed(args.seed)
-    trainer = create_trainer(model_cfg, train, recipe, Path(args.run_dir), cache_dir=Path(args.cache_dir))
+    groups = {"model": model_cfg, "train": train, "recipe": recipe}
+    trainer = build_trainer(groups, Path(args.run_dir), cache_dir=Path(args.cache_dir))
     trainer.show_progress = False
     return trainer
 
@@ -180,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run (or resume) the drill to its last step, then write final_state.json on rank 0."""
     import logging
 
-    from zaya_train.checkpoint.atomic import atomic_write_text
+    from zaya_config.atomic import write_text_atomic
 
     logging.basicConfig(level=logging.WARNING)
     args = parse_args(argv)
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
         trainer.run()
         result = final_state(trainer)
         if trainer.ctx.is_rank0:
-            atomic_write_text(Path(args.run_dir) / FINAL_STATE_NAME, json.dumps(result, indent=1))
+            write_text_atomic(Path(args.run_dir) / FINAL_STATE_NAME, json.dumps(result, indent=1))
             print(json.dumps({"state_hash": result["state_hash"], "step": result["step"]}), flush=True)
     finally:
         trainer.close()

@@ -12,7 +12,8 @@ import signal
 import time
 from pathlib import Path
 
-from zaya_train.checkpoint.atomic import atomic_write_text
+from zaya_config.atomic import write_text_atomic
+
 from zaya_train.errors import ZayaTrainError
 from zaya_train.resilience.config import FaultsConfig, FaultSpec
 from zaya_train.resilience.events import EventLog
@@ -45,7 +46,7 @@ class FaultInjector:
             if marker.exists():
                 return False
             self.marker_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(marker, f"{time.time()}\n")
+            write_text_atomic(marker, f"{time.time()}\n")
         if self.events is not None:
             self.events.emit("fault_injected", step=step, fault=spec.kind, index=index)
         return True

@@ -1,23 +1,25 @@
-"""ResilienceRuntime: the few hooks a training loop calls to get every fault-tolerance part at once.
+"""Resilience: every fault-tolerance part behind the Trainer's hook points, built once and passed to the Trainer.
 
-    runtime = ResilienceRuntime(cfg.resilience, cfg.faults, run_dir, rank)
-    runtime.start(resume_step)                 # crash-loop check, SIGTERM handler, watchdog
-    for step in ...:
-        runtime.before_step(step)              # records progress, fires injected faults
-        loss = runtime.poison_loss(step, loss) # `nan` faults
-        action = runtime.judge(step, loss, grad_norm)   # ACCEPT / SKIP / ROLLBACK, same on all ranks
-        runtime.step_done(step)                # heartbeat
-        if runtime.should_stop(): save; runtime.preempt_exit(step)
-    runtime.finish("completed")
+    resilience = Resilience(cfg.resilience, cfg.faults, run_dir, rank)
+    trainer = Trainer(..., resilience=resilience)     # build_trainer does this
 
-`exit_code_for(err)` maps the errors these parts raise to their distinct exit codes.
+The Trainer calls it like any hook (`before_step`, `after_step`, `on_end`) and at three places of its own:
+`poison_loss` (the `nan` fault) and `judge` inside `train_step` (before `optimizer.step`, so a NaN or spiking
+batch never touches the weights), and `resumed` after a checkpoint loaded. Errors that must end the process
+with a distinct code (crash loop, anomaly bounds) become SystemExit here, after logging why: this object is the
+process's policy. `exit_code_for(err)` maps those errors to their exit codes.
 """
 
+from __future__ import annotations
+
+import logging
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
+from zaya_config.train_checkpoint.layout import step_dir_name
 
 from zaya_train.resilience.anomaly import AnomalyAction, AnomalyGuard, AnomalyLimitError
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
@@ -28,6 +30,10 @@ from zaya_train.resilience.faults import FaultInjector
 from zaya_train.resilience.preemption import PreemptionHandler
 from zaya_train.resilience.watchdog import HangWatchdog
 
+if TYPE_CHECKING:
+    from zaya_train.trainer import Trainer
+
+log = logging.getLogger("zaya_train")
 _ACTION_ORDER = (AnomalyAction.ACCEPT, AnomalyAction.SKIP, AnomalyAction.ROLLBACK)
 
 
@@ -40,11 +46,25 @@ def exit_code_for(err: BaseException) -> int:
     return 1
 
 
-class ResilienceRuntime:
+def _exit_for(err: Exception) -> SystemExit:
+    log.error("%s", err)
+    sys.stderr.write(f"zaya-train: {err}\n")
+    sys.stderr.flush()
+    return SystemExit(exit_code_for(err))
+
+
+class Resilience:
     """Owns the event log, preemption handler, watchdog, anomaly guard, crash-loop detector and faults."""
 
-    def __init__(self, cfg: ResilienceConfig, faults: FaultsConfig, run_dir: Path, rank: int = 0) -> None:
-        self.cfg = cfg
+    def __init__(
+        self,
+        cfg: ResilienceConfig | None = None,
+        faults: FaultsConfig | None = None,
+        run_dir: Path = Path("."),
+        rank: int = 0,
+    ) -> None:
+        self.cfg = cfg = cfg or ResilienceConfig()
+        faults = faults or FaultsConfig()
         self.run_dir = Path(run_dir)
         self.rank = rank
         self.events = EventLog(self.run_dir, rank)
@@ -55,79 +75,124 @@ class ResilienceRuntime:
         self.anomaly = AnomalyGuard(cfg.anomaly, self.events)
         self.crash_loop = CrashLoopDetector(self.run_dir, cfg.crash_loop.max_same_step_failures, rank, self.events)
         self.faults = FaultInjector(faults, self.run_dir / "faults", rank, self.events)
+        self._corrupts = any(spec.kind == "corrupt_checkpoint" for spec in faults.injections)
         self._distributed = dist.is_available() and dist.is_initialized()
+        self._started = False
+        self._resumed_at: int | None = None
 
-    def start(self, resume_step: int | None) -> None:
-        """Before the first step: refuse to run a crash loop, install SIGTERM handling, start the heartbeat."""
-        if self.cfg.crash_loop.enabled:
-            self.crash_loop.start(resume_step)
-        if self.cfg.preemption.enabled:
-            self.preemption.install()
-        if self.cfg.watchdog.enabled:
-            self.watchdog.start()
-
-    def before_step(self, step: int) -> None:
-        """Record the step in progress (crash-loop evidence), then fire any fault due at it."""
-        self.crash_loop.step_started(step)
-        self.faults.before_step(step)
-
+    # ------------------------------------------------------------ inside train_step
     def poison_loss(self, step: int, loss: torch.Tensor) -> torch.Tensor:
         """The loss, turned to NaN when a `nan` fault is due (so backward sees NaN grads, as in a real blow-up)."""
         return loss * float("nan") if self.faults.poison_loss(step) else loss
 
-    def judge(self, step: int, loss: float, grad_norm: float | None = None) -> AnomalyAction:
-        """The anomaly verdict, made identical on every rank (the most severe one wins)."""
-        action = self.anomaly.check(step, loss, grad_norm)
+    def judge(self, step: int, loss: float, grad_norm: float | None = None) -> str:
+        """'accept', 'skip' or 'rollback' for `step`, identical on every rank (the most severe verdict wins);
+        exits past the anomaly bounds."""
+        try:
+            action = self.anomaly.check(step, loss, grad_norm)
+        except AnomalyLimitError as err:
+            raise _exit_for(err) from err
         if self._distributed:
             code = torch.tensor([_ACTION_ORDER.index(action)], dtype=torch.int32)
             dist.all_reduce(code, op=dist.ReduceOp.MAX)
             action = _ACTION_ORDER[int(code.item())]
-        return action
+        return action.value
 
-    def step_done(self, step: int) -> None:
-        """Heartbeat after a step (or any other long unit of progress, such as a save)."""
+    # ------------------------------------------------------------ hook points
+    def resumed(self, step: int) -> None:
+        """The Trainer loaded a checkpoint of `step`."""
+        self._resumed_at = step
+
+    def before_step(self, trainer: Trainer) -> None:
+        """First call: crash-loop check, SIGTERM handler, watchdog. Every call: progress record, faults."""
+        step = trainer.progress.step + 1
+        if not self._started:
+            self._started = True
+            try:
+                if self.cfg.crash_loop.enabled:
+                    self.crash_loop.start(self._resumed_at)
+            except CrashLoopError as err:
+                raise _exit_for(err) from err
+            if self.cfg.preemption.enabled:
+                self.preemption.install()
+            if self.cfg.watchdog.enabled:
+                self.watchdog.start()
+        self.crash_loop.step_started(step)
+        self.faults.before_step(step)
+
+    def after_step(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
+        """Rollback when judged so; heartbeat; fault after a save; preemption save-and-exit."""
+        step = trainer.progress.step
+        if metrics.get("anomaly") == AnomalyAction.ROLLBACK.value:
+            self._roll_back(trainer, bad_step=step + 1)
         self.watchdog.beat(step)
+        if trainer.checkpoints is not None and trainer._last_saved_step == step and "anomaly" not in metrics:
+            if self._corrupts:
+                trainer.checkpoints.wait()
+            self._after_save(step, trainer.checkpoints.root / step_dir_name(step))
+        if self.cfg.preemption.enabled and self.preemption.should_stop():
+            saved = trainer.checkpoints is not None
+            if saved:
+                trainer.save_checkpoint()
+                trainer.checkpoints.wait()
+            self._finish("preempted")
+            self.preemption.exit(step, saved)
 
-    def after_save(self, step: int, folder: Path) -> None:
+    def on_end(self, trainer: Trainer, summary: dict[str, Any]) -> None:
+        """A completed run: stop the watchdog, close the attempt record."""
+        self._finish("completed")
+
+    def close(self) -> None:
+        """Stop the watchdog and restore signal handlers without marking the attempt done (idempotent).
+
+        A run that ended by an exception must not leave a watchdog that later kills the process (a notebook,
+        a test worker) or a SIGTERM handler that swallows the next SIGTERM."""
+        self.watchdog.stop()
+        self.preemption.uninstall()
+
+    # ------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """What must survive a restart for identical decisions (the anomaly window and counters)."""
+        return {"anomaly": self.anomaly.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        """Restore from a checkpoint's train state; after a rollback (training already started) keep the live
+        counters so retries stay bounded. Checkpoints written without this part carry None."""
+        if state is None:
+            return
+        if self._started:
+            live = self.anomaly.state_dict()
+            self.anomaly.load_state_dict({**state["anomaly"], **{k: v for k, v in live.items() if k != "losses"}})
+        else:
+            self.anomaly.load_state_dict(state["anomaly"])
+
+    # ------------------------------------------------------------ internals
+    def _after_save(self, step: int, folder: Path) -> None:
         """A checkpoint was committed: heartbeat, then any `corrupt_checkpoint` fault."""
         self.watchdog.beat(step)
         if self.rank == 0:
             self.events.emit("checkpoint_saved", step=step, folder=str(folder))
         self.faults.after_save(step, folder)
 
-    def should_stop(self) -> bool:
-        """A stop signal reached any rank: save now and call `preempt_exit`."""
-        return self.cfg.preemption.enabled and self.preemption.should_stop()
-
-    def preempt_exit(self, step: int, saved: bool = True) -> None:
-        """End this attempt cleanly after a preemption save (raises SystemExit with the configured code)."""
-        self.finish("preempted")
-        self.preemption.exit(step, saved)
-
-    def finish(self, reason: str = "completed") -> None:
+    def _finish(self, reason: str) -> None:
         """Training ended cleanly: stop the watchdog, restore signal handlers, mark the attempt done."""
         self.close()
         self.crash_loop.finish(reason)
         if self.rank == 0 and reason == "completed":
             self.events.emit("completed")
 
-    def close(self) -> None:
-        """Stop the watchdog and restore signal handlers without marking the attempt done (idempotent).
-
-        A run that ended by an exception must not leave a watchdog that later kills the process
-        (a notebook, a test worker) or a SIGTERM handler that swallows the next SIGTERM.
-        """
-        self.watchdog.stop()
-        self.preemption.uninstall()
-
-    def state_dict(self) -> dict[str, Any]:
-        """What must survive a restart for identical decisions (the anomaly window and counters)."""
-        return {"anomaly": self.anomaly.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any], keep_counters: bool = False) -> None:
-        """Restore from a checkpoint; after a rollback keep the live counters so retries stay bounded."""
-        if keep_counters:
-            live = self.anomaly.state_dict()
-            self.anomaly.load_state_dict({**state["anomaly"], **{k: v for k, v in live.items() if k != "losses"}})
-        else:
-            self.anomaly.load_state_dict(state["anomaly"])
+    def _roll_back(self, trainer: Trainer, bad_step: int) -> None:
+        """Reload the last checkpoint, then jump the sampler past the data that led to the anomaly."""
+        position, phase = trainer.sampler.state_dict(), trainer.progress.phase
+        if trainer.checkpoints is None:
+            self.events.emit("rollback_unavailable", step=bad_step, reason="checkpoints are disabled; batch skipped")
+            return
+        trainer.checkpoints.wait()
+        if not trainer.resume():
+            self.events.emit("rollback_unavailable", step=bad_step, reason="no checkpoint yet; batch skipped")
+            return
+        skipped = trainer.progress.phase == phase
+        if skipped:  # the windows drawn between the checkpoint and the bad batch are not trained on again
+            trainer.sampler.load_state_dict(position)
+        self.events.emit("rollback", step=bad_step, to_step=trainer.progress.step, data_window_skipped=skipped,
+                         checkpoint=str(Path(trainer.checkpoints.root) / step_dir_name(trainer.progress.step)))  # fmt: skip

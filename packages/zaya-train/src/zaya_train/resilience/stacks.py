@@ -5,7 +5,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from zaya_train.checkpoint.atomic import atomic_write_text
+from zaya_config.atomic import write_text_atomic
 
 
 def format_all_stacks() -> str:
@@ -24,7 +24,7 @@ def dump_all_stacks(path: Path) -> str:
     """Write all thread stacks to `path` (atomically) and to stderr; return the text."""
     text = format_all_stacks()
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, text)
+    write_text_atomic(path, text)
     sys.stderr.write(text)
     sys.stderr.flush()
     faulthandler.dump_traceback(file=sys.stderr, all_threads=True)  # C-level view, works without names
