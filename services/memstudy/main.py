@@ -6,10 +6,10 @@ plain `LlmStepShape` (per layer and per sequence), and hand both to `memsim.work
 
 from pathlib import Path
 
-import hydra
 import zaya_config
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from zaya_config.service_main import service_main
 
 
 def decode_case(model, study):
@@ -60,7 +60,7 @@ def prefill_case(model, study):
     return StudyCase(shape, accounting, flops, {"model": model.name, "context_len": 0, "prompt_len": P})
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="memstudy")
+@service_main("conf", "memstudy", errors=("memsim.errors:MemsimError", "zaya_model.errors:ZayaModelError"))
 def main(cfg: DictConfig) -> None:
     OmegaConf.resolve(cfg)  # interpolations across groups (paths.*) resolve before per-group validation
     objects = zaya_config.validate_config(cfg)
