@@ -24,8 +24,6 @@ BIN = Path(sys.executable).parent
 
 # (README, start of a command) -> why it is not run here. Commands not listed run as written.
 SKIP = {
-    ("packages/ckpt-reshape/README.md", "zaya ckpt "): "a synopsis: CKPT, SRC, DST, A and B stand for the reader's "
-    "checkpoints; packages/ckpt-reshape/tests/test_ckpt_reshape_cli.py runs inspect, convert and verify on real ones",
     ("packages/collbench/README.md", "zaya bench nccl "): "GPU-only: nccl-tests binaries, mpirun and 8 GPUs",
     ("packages/manta/README.md", "zaya manta eval --coco "): "needs a download (COCO captions) and the reader's "
     "Parquet catalog",
