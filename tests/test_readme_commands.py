@@ -25,6 +25,10 @@ BIN = Path(sys.executable).parent
 # (README, start of a command) -> why it is not run here. Commands not listed run as written.
 SKIP = {
     ("packages/collbench/README.md", "zaya bench nccl "): "GPU-only: nccl-tests binaries, mpirun and 8 GPUs",
+    ("packages/collbench/README.md", "python3 services/characterize/main.py -m "): "covered: services/characterize/"
+    "tests/test_service_characterize.py runs this sweep (the same dtypes, tiny sizes) and checks the merge",
+    ("packages/collbench/README.md", "zaya bench merge "): "needs the sweep above; packages/collbench/tests/"
+    "test_collbench_cli.py::test_merge_command merges a recorded multirun folder",
     ("packages/manta/README.md", "zaya manta eval --coco "): "needs a download (COCO captions) and the reader's "
     "Parquet catalog",
     ("packages/memsim/README.md", "zaya memsim "): "covered: packages/memsim/tests/test_memsim_readme.py runs these "
@@ -80,7 +84,6 @@ TINY_MEMSTUDY = "model=zaya1-tiny memstudy.sample_bytes=32768 memstudy.window_by
 SIZE = {
     ("services/pretrain/README.md", "python services/pretrain/main.py "): TINY_PRETRAIN,
     ("services/characterize/README.md", "python3 services/characterize/main.py "): TINY_CHARACTERIZE,
-    ("packages/collbench/README.md", "python3 services/characterize/main.py "): TINY_CHARACTERIZE,
     ("packages/collbench/README.md", "zaya bench characterize "): TINY_CHARACTERIZE,
     ("packages/collbench/README.md", "zaya bench collectives "): "-e 4K -n 2 -w 1",
     ("services/memstudy/README.md", "python services/memstudy/main.py"): TINY_MEMSTUDY,
