@@ -3,15 +3,15 @@
 import logging
 from pathlib import Path
 
-import hydra
 import zaya_config
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
+from zaya_config.service_main import service_main
 
 log = logging.getLogger(__name__)
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="characterize")
+@service_main("conf", "characterize", errors=("collbench.errors:CollbenchError",))
 def main(cfg: DictConfig) -> None:
     """Validate, run the sweeps, write results into the run dir."""
     objs = zaya_config.validate_config(cfg)

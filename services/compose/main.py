@@ -3,13 +3,13 @@
 Wiring only: validate the config, then hand it to `manta.service.run_compose`.
 """
 
-import hydra
 import zaya_config
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from zaya_config.service_main import service_main
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="compose")
+@service_main("conf", "compose", errors=("manta.errors:MantaError",))
 def main(cfg: DictConfig) -> None:
     OmegaConf.resolve(cfg)  # interpolations across groups (manta.cache_dir -> paths.cache_dir) resolve first
     objects = zaya_config.validate_config(cfg)

@@ -6,10 +6,10 @@ one place that knows the model) as memsim's plain `LlmStepShape`, and hand them 
 
 from pathlib import Path
 
-import hydra
 import zaya_config
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from zaya_config.service_main import service_main
 
 
 def study_case(model, study, phase: str):
@@ -24,7 +24,7 @@ def study_case(model, study, phase: str):
     return StudyCase(LlmStepShape(**traffic.per_layer()), traffic.accounting_bytes, traffic.flops, labels)
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="memstudy")
+@service_main("conf", "memstudy", errors=("memsim.errors:MemsimError", "zaya_model.errors:ZayaModelError"))
 def main(cfg: DictConfig) -> None:
     OmegaConf.resolve(cfg)  # interpolations across groups (paths.*) resolve before per-group validation
     objects = zaya_config.validate_config(cfg)

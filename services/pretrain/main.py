@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from zaya_config.service_main import service_main
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="pretrain")
+@service_main("conf", "pretrain", errors=("zaya_train.errors:ZayaTrainError", "zaya_model.errors:ZayaModelError"))
 def main(cfg: DictConfig) -> None:
     """Train per the composed config; print where the results are and what the model writes."""
     from zaya_config import validate_config

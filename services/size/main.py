@@ -3,15 +3,15 @@
 import logging
 from pathlib import Path
 
-import hydra
 import zaya_config
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
+from zaya_config.service_main import service_main
 
 log = logging.getLogger(__name__)
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="size")
+@service_main("conf", "size", errors=("collbench.errors:CollbenchError", "zaya_model.errors:ZayaModelError"))
 def main(cfg: DictConfig) -> None:
     """Validate, run the study, write its tables, plots and the recommended config into the run dir."""
     objs = zaya_config.validate_config(cfg)

@@ -3,6 +3,7 @@
 import shutil
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,36 @@ def test_root_help_imports_no_package_cli_and_no_torch():
     modules = _imported_modules("--help")
     assert "torch" not in modules and "hydra" not in modules
     assert not {m for m in modules if m.endswith(".cli")}, sorted(m for m in modules if m.endswith(".cli"))
+
+
+# Libraries that cost a second or more to import; no group's help may pay for them.
+HEAVY = {"torch", "transformers", "sentence_transformers", "diffusers", "numba", "zarr", "scipy", "matplotlib",
+         "pandas", "pyarrow", "datasets", "lm_eval", "cocotb", "safetensors", "tokenizers"}  # fmt: skip
+# Lighter, but not needed to print a group's help either.
+LIGHT_BUT_UNNEEDED = {"numpy", "hydra", "omegaconf", "yaml"}
+# `zaya lm-eval --help` is lm-eval's own help: lm-eval (numpy, yaml) must load to print it, torch need not.
+OWN_HELP_NEEDS = {"lm-eval": {"lm_eval", "numpy", "yaml"}}
+
+
+@pytest.mark.parametrize("group", sorted(ep.name for ep in entry_points(group="zaya.cli")))
+def test_group_help_imports_no_heavy_library(group):
+    """`zaya <group> --help` for every installed group: its sub-app loads, the libraries its commands use do not."""
+    modules = _imported_modules(group, "--help")
+    assert any(m.endswith("cli") for m in modules), "the group's module was not even loaded"
+    unexpected = (modules & (HEAVY | LIGHT_BUT_UNNEEDED)) - OWN_HELP_NEEDS.get(group, set())
+    assert not unexpected, f"`zaya {group} --help` imports {sorted(unexpected)}; move them inside the commands"
+
+
+def test_memsim_run_imports_only_what_the_simulation_needs(tmp_path):
+    """A small trace run pays for numpy, the config reader and the compiled engine, not for torch or Hydra."""
+    trace = tmp_path / "small.trace"
+    assert zaya("memsim", "trace", "ddr4_8gb_x8_3200", "-o", str(trace), "-n", "200").returncode == 0
+    modules = _imported_modules("memsim", "run", "ddr4_8gb_x8_3200", str(trace), "-c", "2000", "-o",
+                                str(tmp_path / "out"), "--no-plots")  # fmt: skip
+    assert "numpy" in modules
+    unneeded = {"torch", "transformers", "sentence_transformers", "diffusers", "zarr", "matplotlib", "pandas",
+                "hydra", "omegaconf", "lm_eval", "cocotb", "tokenizers"}  # fmt: skip
+    assert not modules & unneeded, sorted(modules & unneeded)
 
 
 def test_root_help_shows_each_groups_own_help_line():

@@ -1,30 +1,25 @@
 """ckpt-reshape: move checkpoints between parallel layouts (TP/EP/PP/FSDP) and formats (DCP, zarr v3, HF
 safetensors, torch.save), one tensor at a time, verified, with atomic output. See README.md."""
 
-from ckpt_reshape.convert import ConvertResult, convert
-from ckpt_reshape.errors import ReshapeError
-from ckpt_reshape.formats import FORMATS, detect_format, open_checkpoint
-from ckpt_reshape.index import CheckpointIndex, TensorMeta
-from ckpt_reshape.layout import ParallelLayout
-from ckpt_reshape.pieces import Piece, plan_layout
-from ckpt_reshape.splits import SplitSpec, SplitTable
-from ckpt_reshape.verify import VerifyReport, compare, verify
+from zaya_config.lazy import lazy_exports
 
-__all__ = [
-    "FORMATS",
-    "CheckpointIndex",
-    "ConvertResult",
-    "ParallelLayout",
-    "Piece",
-    "ReshapeError",
-    "SplitSpec",
-    "SplitTable",
-    "TensorMeta",
-    "VerifyReport",
-    "compare",
-    "convert",
-    "detect_format",
-    "open_checkpoint",
-    "plan_layout",
-    "verify",
-]
+# Names load on first use, so `import ckpt_reshape.cli` (and `zaya ckpt --help`) stays light.
+_EXPORTS = {
+    "ConvertResult": "ckpt_reshape.convert",
+    "convert": "ckpt_reshape.convert",
+    "ReshapeError": "ckpt_reshape.errors",
+    "FORMATS": "ckpt_reshape.formats",
+    "detect_format": "ckpt_reshape.formats",
+    "open_checkpoint": "ckpt_reshape.formats",
+    "CheckpointIndex": "ckpt_reshape.index",
+    "TensorMeta": "ckpt_reshape.index",
+    "ParallelLayout": "ckpt_reshape.layout",
+    "Piece": "ckpt_reshape.pieces",
+    "plan_layout": "ckpt_reshape.pieces",
+    "SplitSpec": "ckpt_reshape.splits",
+    "SplitTable": "ckpt_reshape.splits",
+    "VerifyReport": "ckpt_reshape.verify",
+    "compare": "ckpt_reshape.verify",
+    "verify": "ckpt_reshape.verify",
+}
+__all__ = lazy_exports(__name__, _EXPORTS)

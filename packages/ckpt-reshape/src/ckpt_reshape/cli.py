@@ -9,15 +9,14 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from zaya_config.cli_errors import reports
+
+from ckpt_reshape.errors import ReshapeError
 
 app = typer.Typer(help="Checkpoint layouts and formats: inspect, convert (reshape), verify.", no_args_is_help=True)
 console = Console(soft_wrap=True)  # a message is one line (greppable); the terminal wraps it
-
-
-def _fail(err: Exception) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {err}", markup=True, highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
 
 
 def _size(nbytes: int) -> str:
@@ -39,54 +38,52 @@ def _print_table(table: Table) -> None:
 
 
 @app.command("inspect")
+@reports(ReshapeError)
 def inspect_cmd(
     path: Path = typer.Argument(..., help="Checkpoint: DCP folder, zarr group, HF folder or torch.save file"),
     limit: int = typer.Option(50, help="Show at most this many tensors (0: all)"),
     model_config: str = typer.Option(None, "--model-config", help="ZAYA preset or config.json (for the TP splits)"),
 ) -> None:
     """Format, layout, and per tensor its shape, dtype, size, how it is split and into how many pieces."""
-    from ckpt_reshape.errors import ReshapeError
     from ckpt_reshape.formats import open_checkpoint
     from ckpt_reshape.pieces import count_layers, plan_pieces
     from ckpt_reshape.zaya_names import default_split_table, model_config_for
 
-    try:
-        with open_checkpoint(path) as reader:
-            index = reader.index
-            console.print(f"[bold]{reader.path}[/]  format: {reader.format_name}", soft_wrap=True)
-            console.print(f"layout: {index.layout if index.layout else 'not recorded'}")
-            console.print(
-                f"{len(index.tensors)} tensors, {_size(index.total_bytes)}; largest {_size(index.largest_tensor_bytes)}; "
-                f"{len(index.objects)} other entries; optimizer state: {'yes' if index.has_optimizer() else 'no'}"
+    with open_checkpoint(path) as reader:
+        index = reader.index
+        console.print(f"[bold]{escape(str(reader.path))}[/]  format: {reader.format_name}", soft_wrap=True)
+        console.print(f"layout: {index.layout if index.layout else 'not recorded'}")
+        console.print(
+            f"{len(index.tensors)} tensors, {_size(index.total_bytes)}; largest {_size(index.largest_tensor_bytes)}; "
+            f"{len(index.objects)} other entries; optimizer state: {'yes' if index.has_optimizer() else 'no'}"
+        )
+        splits = default_split_table(index, model_config_for(index, reader.path, model_config))
+        console.print(f"split rules: {escape(str(splits.source))}", highlight=False)
+        table = Table("tensor", "shape", "dtype", "size", "split", "pieces")
+        shown = list(index.tensors.values())
+        layers = count_layers(index)
+        for meta in shown[: limit or None]:
+            spec = splits.spec_for(meta.name, meta.shape)
+            try:
+                pieces = str(len(plan_pieces(meta, spec, index.layout, layers))) if index.layout else "-"
+            except ReshapeError:
+                pieces = "does not fit the layout"
+            table.add_row(
+                escape(meta.name),
+                "x".join(map(str, meta.shape)) or "scalar",
+                str(meta.dtype)[6:],
+                _size(meta.nbytes),
+                escape(spec.describe()),
+                pieces,
             )
-            splits = default_split_table(index, model_config_for(index, reader.path, model_config))
-            console.print(f"split rules: {splits.source}")
-            table = Table("tensor", "shape", "dtype", "size", "split", "pieces")
-            shown = list(index.tensors.values())
-            layers = count_layers(index)
-            for meta in shown[: limit or None]:
-                spec = splits.spec_for(meta.name, meta.shape)
-                try:
-                    pieces = str(len(plan_pieces(meta, spec, index.layout, layers))) if index.layout else "-"
-                except ReshapeError:
-                    pieces = "does not fit the layout"
-                table.add_row(
-                    meta.name,
-                    "x".join(map(str, meta.shape)) or "scalar",
-                    str(meta.dtype)[6:],
-                    _size(meta.nbytes),
-                    spec.describe(),
-                    pieces,
-                )
-            table.columns[0].overflow = "fold"  # a tensor's name is never cut short, only wrapped
-            _print_table(table)
-            if limit and len(shown) > limit:
-                console.print(f"... and {len(shown) - limit} more (--limit 0 shows all)")
-    except ReshapeError as err:
-        _fail(err)
+        table.columns[0].overflow = "fold"  # a tensor's name is never cut short, only wrapped
+        _print_table(table)
+        if limit and len(shown) > limit:
+            console.print(f"... and {len(shown) - limit} more (--limit 0 shows all)")
 
 
 @app.command("convert")
+@reports(ReshapeError)
 def convert_cmd(
     src: Path = typer.Argument(..., help="Source checkpoint (any format; never modified)"),
     dst: Path = typer.Argument(..., help="Destination (folder, or file for --to torch)"),
@@ -108,52 +105,45 @@ def convert_cmd(
 ) -> None:
     """Convert between formats and/or reshape to another parallel layout (streaming; atomic output)."""
     from ckpt_reshape.convert import convert
-    from ckpt_reshape.errors import ReshapeError
     from ckpt_reshape.layout import ParallelLayout
 
-    try:
-        target = ParallelLayout.parse(layout) if layout else None
-        result = convert(
-            src,
-            dst,
-            to,
-            target,
-            model_only=model_only,
-            force=force,
-            io_threads=io_threads,
-            progress=not quiet,
-            model_config=model_config,
-            durable=fsync,
-        )
-    except ReshapeError as err:
-        _fail(err)
+    target = ParallelLayout.parse(layout) if layout else None
+    result = convert(
+        src,
+        dst,
+        to,
+        target,
+        model_only=model_only,
+        force=force,
+        io_threads=io_threads,
+        progress=not quiet,
+        model_config=model_config,
+        durable=fsync,
+    )
     console.print(
-        f"wrote {result.dst} ({result.fmt}, layout {result.layout}): {result.tensors} tensors, "
+        f"wrote {escape(str(result.dst))} ({result.fmt}, layout {result.layout}): {result.tensors} tensors, "
         f"{result.objects} other entries, {_size(result.bytes_written)}"
     )
     if result.dropped:
         from ckpt_reshape.verify import summarize_entries
 
-        console.print(f"not carried by {result.fmt}: {summarize_entries(result.dropped)}", highlight=False)
+        console.print(f"not carried by {result.fmt}: {escape(summarize_entries(result.dropped))}", highlight=False)
 
 
 @app.command("verify")
+@reports(ReshapeError)
 def verify_cmd(
     a: Path = typer.Argument(..., help="Checkpoint to verify"),
     b: Path = typer.Argument(None, help="Second checkpoint: compare A and B logically, bitwise"),
 ) -> None:
     """Recompute checksums of A, or compare A and B tensor by tensor whatever their layouts and formats."""
-    from ckpt_reshape.errors import ReshapeError
     from ckpt_reshape.verify import compare, verify
 
-    try:
-        report = verify(a) if b is None else compare(a, b)
-    except ReshapeError as err:
-        _fail(err)
+    report = verify(a) if b is None else compare(a, b)
     for note in report.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {escape(note)}", highlight=False)
     for problem in report.problems:
-        console.print(f"[red]problem:[/] {problem}", highlight=False)
+        console.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
     what = "checksums" if b is None else "logical comparison"
     status = "[green]OK[/]" if report.ok else f"[red]FAILED ({len(report.problems)} problems)[/]"
     console.print(f"{what}: {status}; {report.checked_tensors} tensors, {report.checked_objects} other entries")

@@ -7,18 +7,16 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from zaya_config.cli_errors import fail, reports
+from zaya_config.errors import ZayaConfigError
+
+from collbench.errors import CollbenchError
 
 app = typer.Typer(
     help="Collectives, GEMM and bandwidth benchmarks; nccl-tests parsing; sizing rules.", no_args_is_help=True
 )
 console = Console()
-
-
-def _fail(err: Exception) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", markup=True, highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
 
 
 def _print_rows(rows: list, title: str) -> None:
@@ -42,6 +40,7 @@ def _print_rows(rows: list, title: str) -> None:
 
 
 @app.command("parse")
+@reports(CollbenchError, ZayaConfigError)
 def parse(
     file: Path = typer.Argument(..., help="stdout of an nccl-tests / rccl-tests binary"),
     collective: str = typer.Option(None, "--collective", "-c", help="collective when the log does not name it"),
@@ -49,14 +48,10 @@ def parse(
     csv_out: Path = typer.Option(None, "--csv", help="also write the rows as collbench CSV here"),
 ) -> None:
     """Parse nccl-tests/rccl-tests output into collbench's result schema and print it."""
-    from collbench.errors import CollbenchError
     from collbench.nccl_parse import parse_nccl_tests_file
     from collbench.results_io import write_csv
 
-    try:
-        tests = parse_nccl_tests_file(file, collective=collective, n_ranks=ranks)
-    except CollbenchError as err:
-        _fail(err)
+    tests = parse_nccl_tests_file(file, collective=collective, n_ranks=ranks)
     rows = [r for t in tests for r in t.results]
     for t in tests:
         _print_rows(t.results, f"{t.collective} ({t.tool}, {t.n_ranks} ranks, {', '.join(t.hosts) or 'host ?'})")
@@ -100,7 +95,7 @@ def _sweep_config(
     try:
         cfg.validate()
     except ValueError as err:
-        _fail(err)
+        fail(err)
     return cfg
 
 
@@ -127,6 +122,7 @@ _TIMEOUT = typer.Option(120.0, "--timeout", help="seconds before a hung rank end
 
 
 @app.command("collectives")
+@reports(CollbenchError, ZayaConfigError)
 def collectives(
     ops: list[str] = _OPS,
     min_bytes: str = _MIN,
@@ -142,18 +138,15 @@ def collectives(
     link_gbps: float = typer.Option(None, help="link peak to draw"),
 ) -> None:
     """Sweep collectives through torch.distributed on local processes; CSV, zarr and busbw plots."""
-    from collbench.errors import CollbenchError
     from collbench.launch import run_collectives
 
     cfg = _sweep_config(ops, min_bytes, max_bytes, factor, ranks, dtypes, iters, warmup, backend, timeout_s)
-    try:
-        rows = run_collectives(cfg)
-    except CollbenchError as err:
-        _fail(err)
+    rows = run_collectives(cfg)
     _finish(rows, out, link_gbps)
 
 
 @app.command("nccl")
+@reports(CollbenchError, ZayaConfigError)
 def nccl(
     ops: list[str] = _OPS,
     min_bytes: str = _MIN,
@@ -170,7 +163,6 @@ def nccl(
     link_gbps: float = typer.Option(None, help="link peak to draw"),
 ) -> None:
     """Run the nccl-tests / rccl-tests binaries with the same sweep and collect their tables."""
-    from collbench.errors import CollbenchError
     from collbench.nccl_tests import run_nccl_tests
 
     cfg = _sweep_config(
@@ -188,41 +180,33 @@ def nccl(
         mpirun=mpirun,
         gpus_per_process=gpus,
     )
-    try:
-        rows = run_nccl_tests(cfg, log_dir=out / "nccl-tests-logs")
-    except CollbenchError as err:
-        _fail(err)
+    rows = run_nccl_tests(cfg, log_dir=out / "nccl-tests-logs")
     _finish(rows, out, link_gbps)
 
 
 @app.command("merge")
+@reports(CollbenchError, ZayaConfigError)
 def merge(
     sweep_dir: Path = typer.Argument(..., help="a Hydra multirun folder of characterize jobs"),
     link_gbps: float = typer.Option(None, help="link peak to draw"),
 ) -> None:
     """Merge every job's collectives.csv into <sweep_dir>/merged (CSV, zarr, plots)."""
-    from collbench.errors import CollbenchError
     from collbench.plots import plot_busbw
     from collbench.results_io import merge_multirun
 
-    try:
-        rows = merge_multirun(sweep_dir)
-    except CollbenchError as err:
-        _fail(err)
+    rows = merge_multirun(sweep_dir)
     plot_busbw(rows, sweep_dir / "merged" / "plots", link_gbps)
     console.print(f"merged {len(rows)} rows from {len({r.job for r in rows})} job(s) into {sweep_dir / 'merged'}")
 
 
 def _compose(base: list[str], overrides: list[str] | None):
-    from zaya_config import ZayaConfigError, compose
+    from zaya_config import compose
 
-    try:
-        return compose("zaya", base + list(overrides or []))
-    except ZayaConfigError as err:
-        _fail(err)
+    return compose("zaya", base + list(overrides or []))
 
 
 @app.command("characterize")
+@reports(CollbenchError, ZayaConfigError)
 def characterize(
     out: Path = typer.Argument(..., help="output folder"),
     overrides: list[str] = typer.Argument(None, help="Hydra overrides, e.g. bench.gemm.iters=3"),
@@ -240,6 +224,7 @@ def characterize(
 
 
 @app.command("size")
+@reports(CollbenchError, ZayaConfigError)
 def size(
     out: Path = typer.Argument(..., help="output folder"),
     overrides: list[str] = typer.Argument(None, help="e.g. hardware=h200 model=zaya1-base sizing=zaya1-base"),

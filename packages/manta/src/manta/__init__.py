@@ -5,37 +5,31 @@ model and returns a `Composer`; `Composer.compose(prompt, limits, batch)` return
 fit the limits (`limits_from_config("laptop-8gb")`), solved exactly and as diverse as possible.
 """
 
-from manta.catalog import Catalog, CatalogEntry, load_catalog, write_catalog
-from manta.composer import Composer, build_composer, build_index, limits_from_config
-from manta.concepts import Concept, KeywordDecomposer, LLMDecomposer, TokenUsage
-from manta.config import MantaConfig, RenderConfig
-from manta.embedding import TextEmbedder, default_model_path
-from manta.errors import MantaError
-from manta.limits import HardwareLimits, ResolvedLimits
-from manta.plan import AdapterChoice, CompositionPlan
-from manta.synthetic import synthetic_catalog
+from zaya_config.lazy import lazy_exports
 
-__all__ = [
-    "AdapterChoice",
-    "Catalog",
-    "CatalogEntry",
-    "Composer",
-    "CompositionPlan",
-    "Concept",
-    "HardwareLimits",
-    "KeywordDecomposer",
-    "LLMDecomposer",
-    "MantaConfig",
-    "MantaError",
-    "RenderConfig",
-    "ResolvedLimits",
-    "TextEmbedder",
-    "TokenUsage",
-    "build_composer",
-    "build_index",
-    "default_model_path",
-    "limits_from_config",
-    "load_catalog",
-    "synthetic_catalog",
-    "write_catalog",
-]
+# Names load on first use, so `import manta.cli` (and `zaya manta --help`) stays light.
+_EXPORTS = {
+    "Catalog": "manta.catalog",
+    "CatalogEntry": "manta.catalog",
+    "load_catalog": "manta.catalog",
+    "write_catalog": "manta.catalog",
+    "Composer": "manta.composer",
+    "build_composer": "manta.composer",
+    "build_index": "manta.composer",
+    "limits_from_config": "manta.composer",
+    "Concept": "manta.concepts",
+    "KeywordDecomposer": "manta.concepts",
+    "LLMDecomposer": "manta.concepts",
+    "TokenUsage": "manta.concepts",
+    "MantaConfig": "manta.config",
+    "RenderConfig": "manta.config",
+    "TextEmbedder": "manta.embedding",
+    "default_model_path": "manta.embedding",
+    "MantaError": "manta.errors",
+    "HardwareLimits": "manta.limits",
+    "ResolvedLimits": "manta.limits",
+    "AdapterChoice": "manta.plan",
+    "CompositionPlan": "manta.plan",
+    "synthetic_catalog": "manta.synthetic",
+}
+__all__ = lazy_exports(__name__, _EXPORTS)

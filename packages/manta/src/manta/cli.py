@@ -11,17 +11,17 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from zaya_config.cli_errors import reports
+from zaya_config.errors import ZayaConfigError
+
+from manta.errors import MantaError
 
 app = typer.Typer(
     help="Model-adapter composition under hardware and cost limits (MANTA-style, offline).", no_args_is_help=True
 )
 console = Console()
-
-
-def _fail(err: Exception) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {err}", markup=True, highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
 
 
 def _default_cache() -> str:
@@ -53,6 +53,7 @@ def _setup(
 
 
 @app.command("compose")
+@reports(MantaError, ZayaConfigError)
 def compose_command(
     prompt: str = typer.Argument(..., help="What the image should show"),
     hardware: str = typer.Option("desktop-24gb", "--hardware", "-H", help="manta_hardware preset"),
@@ -65,18 +66,12 @@ def compose_command(
     out: Path = typer.Option(None, "--out", "-o", help="Write the plans as JSON here"),
 ) -> None:
     """Compose BATCH plans (base + adapters with weights) for PROMPT that fit the hardware profile."""
-    from zaya_config import ZayaConfigError
-
     from manta.concepts import check_prompt
-    from manta.errors import MantaError
     from manta.plan import plans_to_json
 
-    try:
-        check_prompt(prompt)
-        composer, limits = _setup(catalog, hardware, batch, cost_budget, model_path, cache_dir, seed)
-        plans = composer.compose(prompt, limits, batch=batch, seed=seed)
-    except (MantaError, ZayaConfigError) as err:
-        _fail(err)
+    check_prompt(prompt)
+    composer, limits = _setup(catalog, hardware, batch, cost_budget, model_path, cache_dir, seed)
+    plans = composer.compose(prompt, limits, batch=batch, seed=seed)
     table = Table(
         "#",
         "base",
@@ -85,14 +80,14 @@ def compose_command(
         "s/image",
         "price",
         "relevance",
-        title=f"{prompt!r} on {limits.name}",
+        title=escape(f"{prompt!r} on {limits.name}"),
     )
     for i, plan in enumerate(plans):
         adapters = ", ".join(f"{a.id} ({a.weight:g})" for a in plan.adapters) or "-"
         table.add_row(
             str(i),
-            plan.base_id,
-            adapters,
+            escape(plan.base_id),
+            escape(adapters),
             f"{plan.vram_bytes / 1e9:.2f}",
             f"{plan.latency_s:.2f}",
             f"{plan.price:.4f}",
@@ -103,10 +98,11 @@ def compose_command(
         from zaya_config.atomic import write_text_atomic
 
         write_text_atomic(out, plans_to_json(plans))
-        console.print(f"plans written to {out}")
+        console.print(f"plans written to {escape(str(out))}")
 
 
 @app.command("eval")
+@reports(MantaError, ZayaConfigError)
 def eval_command(
     hardware: str = typer.Option("desktop-24gb", "--hardware", "-H", help="manta_hardware preset"),
     catalog: str = typer.Option("example", "--catalog", "-c", help=".jsonl/.csv/.parquet catalog or 'example'"),
@@ -121,38 +117,34 @@ def eval_command(
     out: Path = typer.Option(None, "--out", "-o", help="Folder for report.json and win_rates.png"),
 ) -> None:
     """Win rates of manta vs the Stylus-like baseline with the offline judge (diversity, alignment, quality)."""
-    from zaya_config import ZayaConfigError
-
-    from manta.errors import MantaError
     from manta.evaluation.baseline import StylusLikeBaseline
     from manta.evaluation.judges import OfflineJudge
     from manta.evaluation.metrics import PlanEvaluator
     from manta.evaluation.prompts import load_coco_captions, shipped_prompts
     from manta.evaluation.winrate import plot_win_rates, win_rates
 
-    try:
-        if coco is not None:
-            texts = load_coco_captions(coco, limit=limit, seed=seed)
-        elif prompts is not None:
-            if not prompts.is_file():
-                raise MantaError(f"prompt file {prompts} does not exist")
-            texts = [t.strip() for t in prompts.read_text(encoding="utf-8").splitlines() if t.strip()]
-        else:
-            texts = shipped_prompts()
-        texts = texts[:limit] if limit else texts
-        composer, limits = _setup(catalog, hardware, batch, None, model_path, cache_dir, seed)
-        baseline = StylusLikeBaseline(composer.index, composer.embedder, masking=masking)
-        judge = OfflineJudge(PlanEvaluator(composer.index, composer.embedder, limits))
-        report = win_rates(texts, composer, baseline, judge, limits, batch=batch, seed=seed, progress=True)
-    except (MantaError, ZayaConfigError) as err:
-        _fail(err)
+    if coco is not None:
+        texts = load_coco_captions(coco, limit=limit, seed=seed)
+    elif prompts is not None:
+        if not prompts.is_file():
+            raise MantaError(f"prompt file {prompts} does not exist")
+        texts = [t.strip() for t in prompts.read_text(encoding="utf-8").splitlines() if t.strip()]
+    else:
+        texts = shipped_prompts()
+    texts = texts[:limit] if limit else texts
+    composer, limits = _setup(catalog, hardware, batch, None, model_path, cache_dir, seed)
+    baseline = StylusLikeBaseline(composer.index, composer.embedder, masking=masking)
+    judge = OfflineJudge(PlanEvaluator(composer.index, composer.embedder, limits))
+    report = win_rates(texts, composer, baseline, judge, limits, batch=batch, seed=seed, progress=True)
     table = Table(
         "criterion",
         "wins",
         "ties",
         "losses",
         "win rate",
-        title=f"manta vs {baseline.name}{' (masked)' if masking else ''} on {limits.name}, {len(texts)} prompts",
+        title=escape(
+            f"manta vs {baseline.name}{' (masked)' if masking else ''} on {limits.name}, {len(texts)} prompts"
+        ),
     )
     for name, tally in report.tallies.items():
         table.add_row(name, str(tally.wins), str(tally.ties), str(tally.losses), f"{tally.win_rate:.0%}")
@@ -162,4 +154,4 @@ def eval_command(
 
         write_text_atomic(out / "report.json", json.dumps(report.to_dict(), indent=1))
         plot_win_rates(report, str(out / "win_rates.png"))
-        console.print(f"report written to {out}")
+        console.print(f"report written to {escape(str(out))}")

@@ -9,20 +9,18 @@ Notable:
 - Functional memory with write-queue forwarding, an independent protocol checker, cocotb co-simulation.
 """
 
-from memsim.errors import MemsimError
-from memsim.memory_system import MemorySystem
-from memsim.spec import DramSpec, load_spec
-from memsim.trace import Trace, TraceFrontend, parse_trace_text, read_trace
-from memsim.transaction import Transaction
+from zaya_config.lazy import lazy_exports
 
-__all__ = [
-    "DramSpec",
-    "MemorySystem",
-    "MemsimError",
-    "Trace",
-    "TraceFrontend",
-    "Transaction",
-    "load_spec",
-    "parse_trace_text",
-    "read_trace",
-]
+# Names load on first use, so `import memsim.cli` (and `zaya memsim --help`) stays light.
+_EXPORTS = {
+    "MemsimError": "memsim.errors",
+    "MemorySystem": "memsim.memory_system",
+    "DramSpec": "memsim.spec",
+    "load_spec": "memsim.spec",
+    "Trace": "memsim.trace",
+    "TraceFrontend": "memsim.trace",
+    "parse_trace_text": "memsim.trace",
+    "read_trace": "memsim.trace",
+    "Transaction": "memsim.transaction",
+}
+__all__ = lazy_exports(__name__, _EXPORTS)

@@ -10,9 +10,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from zaya_config.cli_errors import fail, reports
 
-from memsim.cli_common import MODE, STRICT, config_notices, fail
+from memsim.cli_common import MODE, STRICT, config_notices
 from memsim.cosim.cli import app as cosim_app
+from memsim.errors import MemsimError
 
 app = typer.Typer(help="memsim: cycle-accurate DRAM simulation with DRAMSim3-compatible stats.", no_args_is_help=True)
 app.add_typer(cosim_app, name="cosim")
@@ -23,6 +25,7 @@ def _console() -> Console:
 
 
 @app.command("run")
+@reports(MemsimError)
 def run(
     config: str = typer.Argument(..., help="DRAMSim3 .ini file or preset name (see `zaya memsim configs`)"),
     trace: Path | None = typer.Argument(
@@ -40,7 +43,6 @@ def run(
     """Simulate TRACE (or DRAMSim3's -s generator) on CONFIG for N cycles; write OUT/stats.json (DRAMSim3's names)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from memsim.errors import MemsimError
     from memsim.generators import GENERATORS, run_generator
     from memsim.memory_system import MemorySystem
     from memsim.results import write_run
@@ -52,12 +54,9 @@ def run(
         fail(ValueError("give a TRACE file or --stream random|stream (DRAMSim3's -s), not both and not neither"))
     if stream is not None and stream not in GENERATORS:
         fail(ValueError(f"--stream {stream}; allowed: {', '.join(GENERATORS)}"))
-    try:
-        with config_notices():
-            system = MemorySystem(config, functional=False, mode=mode, strict=strict, wrap=wrap)
-        frontend = TraceFrontend(system, read_trace(trace, trace_format, system.spec)) if trace else None
-    except MemsimError as err:
-        fail(err)
+    with config_notices():
+        system = MemorySystem(config, functional=False, mode=mode, strict=strict, wrap=wrap)
+    frontend = TraceFrontend(system, read_trace(trace, trace_format, system.spec)) if trace else None
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} cycles"),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:  # fmt: skip
         task = progress.add_task("run", total=cycles)
@@ -76,6 +75,7 @@ def run(
 
 
 @app.command("trace")
+@reports(MemsimError)
 def trace(
     config: str = typer.Argument(..., help="DRAMSim3 .ini file or preset name the trace is for"),
     out: Path = typer.Option(..., "--out", "-o", help="Trace file to write (DRAMSim3's format)"),
@@ -88,7 +88,6 @@ def trace(
     """Write a seeded synthetic trace for CONFIG in DRAMSim3's format (runs in memsim and in DRAMSim3)."""
     from zaya_config.atomic import write_text_atomic
 
-    from memsim.errors import MemsimError
     from memsim.fuzz import random_trace, stream_trace
     from memsim.spec import load_spec
     from memsim.trace import format_trace
@@ -97,17 +96,15 @@ def trace(
     if kind not in makers or requests <= 0 or not 0 <= write_fraction <= 1 or max_gap < 0:
         fail(ValueError(f"--kind {kind} (random or stream), -n {requests} (> 0), --write-fraction {write_fraction} "
                          f"(0..1), --max-gap {max_gap} (>= 0): one of these is out of range"))  # fmt: skip
-    try:
-        with config_notices():
-            spec = load_spec(config)
-    except MemsimError as err:
-        fail(err)
+    with config_notices():
+        spec = load_spec(config)
     tr = makers[kind](spec, requests, seed=seed, write_fraction=write_fraction, max_gap=max_gap)
     write_text_atomic(out, format_trace(tr))
     _console().print(f"wrote {out}: {requests:,} requests over {int(tr.cycles[-1]) + 1:,} cycles")
 
 
 @app.command("configs")
+@reports(MemsimError)
 def configs() -> None:
     """Table of the shipped standards (presets usable as CONFIG and as Hydra `memsim=<name>`)."""
     from memsim.presets import preset_names
@@ -126,19 +123,17 @@ def configs() -> None:
 
 
 @app.command("ini")
+@reports(MemsimError)
 def ini(preset: str = typer.Argument(..., help="Preset name (see `zaya memsim configs`)")) -> None:
     """Print a preset as a DRAMSim3 .ini file (to run it in DRAMSim3, or to edit and run it here)."""
-    from memsim.errors import MemsimError
     from memsim.ini_file import format_ini
     from memsim.presets import preset_sections
 
-    try:
-        typer.echo(format_ini(preset_sections(preset)), nl=False)
-    except MemsimError as err:
-        fail(err)
+    typer.echo(format_ini(preset_sections(preset)), nl=False)
 
 
 @app.command("keys")
+@reports(MemsimError)
 def keys(section: str | None = typer.Argument(None, help="Only this section, e.g. system")) -> None:
     """Every config key memsim reads, with DRAMSim3's default and what is allowed."""
     from memsim.config_keys import KEYS, NOT_MODELLED
@@ -160,6 +155,7 @@ def keys(section: str | None = typer.Argument(None, help="Only this section, e.g
 
 
 @app.command("check")
+@reports(MemsimError)
 def check(
     config: str = typer.Argument("ddr4_8gb_x8_3200", help="DRAMSim3 .ini file or preset name"),
     trace: Path | None = typer.Argument(None, help="Trace to run; default: seeded random traffic"),
@@ -171,17 +167,13 @@ def check(
 ) -> None:
     """Run the independent protocol checker over every command issued; exit 1 on any violation."""
     from memsim.checker import check_commands
-    from memsim.errors import MemsimError
     from memsim.fuzz import random_trace
     from memsim.memory_system import MemorySystem
     from memsim.trace import TraceFrontend, read_trace
 
-    try:
-        with config_notices():
-            system = MemorySystem(config, functional=False, mode=mode, strict=strict)
-        tr = read_trace(trace) if trace else random_trace(system.spec, requests, seed=seed)
-    except MemsimError as err:
-        fail(err)
+    with config_notices():
+        system = MemorySystem(config, functional=False, mode=mode, strict=strict)
+    tr = read_trace(trace) if trace else random_trace(system.spec, requests, seed=seed)
     TraceFrontend(system, tr).run(cycles)
     commands = system.issued_commands()
     violations = check_commands(system.spec, commands, cycles)

@@ -1,6 +1,5 @@
-"""What memsim's command groups (`zaya memsim ...`, `zaya memsim cosim ...`) share: the error exit, the config
-notes, and the config-reading options. Messages are printed with rich markup escaped, so bracketed text
-("missing from [timing]") reads as written.
+"""What memsim's command groups (`zaya memsim ...`, `zaya memsim cosim ...`) share: the config notes and the
+config-reading options. Errors end through `zaya_config.cli_errors` (markup escaped, exit code 2).
 """
 
 import warnings
@@ -13,12 +12,6 @@ from rich.markup import escape
 
 STRICT = typer.Option(False, "--strict", help="Unknown keys and misspelt values in the config are errors")
 MODE = typer.Option(None, "--mode", help="dramsim3 (default for .ini files) or jedec (default for presets)")
-
-
-def fail(err: Exception) -> None:
-    """Print `err` as one line on stderr and exit with status 2."""
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
 
 
 @contextmanager

@@ -5,11 +5,10 @@ through the `zaya.conf` entry points), and validates each key that has a registe
 (`zaya.schema` entry points) so bad values fail at start with the key, the value and what is allowed.
 """
 
-import sys
-import types
-from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
+
+from zaya_config.lazy import lazy_exports
 
 # Exports resolve lazily (PEP 562), so `import zaya_config.atomic` (stdlib only) does not pull in Hydra,
 # OmegaConf or PyYAML: GPU benchmark scripts import it on machines without them.
@@ -40,33 +39,7 @@ if TYPE_CHECKING:
     from zaya_config.validation import validate_config, validate_node
 
 
-class _LazyExports(types.ModuleType):
-    """Keeps exported names winning over same-named submodules (`compose`, `hardware`), as eager imports did.
-
-    Importing `zaya_config.compose` makes Python set the submodule as attribute `compose` of this package;
-    dropping that binding lets `zaya_config.compose` stay the function (the submodule is in sys.modules).
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
-            return
-        super().__setattr__(name, value)
-
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
-
-
-sys.modules[__name__].__class__ = _LazyExports
+lazy_exports(__name__, _EXPORTS)
 
 try:
     __version__ = version("zaya-config")

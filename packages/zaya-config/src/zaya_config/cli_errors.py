@@ -18,9 +18,15 @@ R = TypeVar("R")
 EXIT_BAD_INPUT = 2
 
 
+def print_error(err: BaseException | str) -> None:
+    """Print `error: <message>` on stderr: markup escaped, one logical line (the terminal may wrap it)."""
+    message = " ".join(str(err).split("\n"))
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def fail(err: BaseException | str) -> NoReturn:
     """Print `error: <message>` on stderr (markup escaped, one logical line) and exit with code 2."""
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
+    print_error(err)
     raise typer.Exit(code=EXIT_BAD_INPUT)
 
 

@@ -3,11 +3,15 @@
 from pathlib import Path
 
 import typer
+from zaya_config.cli_errors import reports
+
+from zaya_train.errors import ZayaTrainError
 
 data_app = typer.Typer(help="Prepare training data: text -> zarr token shards.", no_args_is_help=True)
 
 
 @data_app.command("prepare")
+@reports(ZayaTrainError)
 def prepare(
     inputs: list[Path] = typer.Argument(..., help="Text files or folders (one file = one document)"),
     out: Path = typer.Option(..., "--out", "-o", help="Output shard folder, e.g. data/code.zarr"),
@@ -19,36 +23,26 @@ def prepare(
     progress: bool = typer.Option(True, help="Show a progress bar"),
 ) -> None:
     """Tokenize documents into OUT (uint32 tokens, EOS between documents, document offsets, val split)."""
-    from rich.console import Console
-
     from zaya_train.config import SourceConfig, TokenizerConfig
     from zaya_train.data.corpus import iter_texts, list_documents
     from zaya_train.data.shards import TokenShard, write_shard
     from zaya_train.data.tokenizers import load_tokenizer, train_bpe
-    from zaya_train.errors import ZayaTrainError
 
-    err = Console(stderr=True)
-    try:
-        if not 0 < val_fraction < 1:
-            raise ZayaTrainError(f"--val-fraction {val_fraction} must be in (0, 1)")
-        docs = []
-        for path in inputs:
-            docs += list_documents(SourceConfig(path=str(path), glob=glob, exclude=[]), key=str(path))
-        if tokenizer == "bpe":
-            tok_file = train_bpe(
-                iter_texts(docs, 50_000_000), vocab_size, eos_token, out.with_suffix(".tokenizer.json")
-            )
-            tok_cfg = TokenizerConfig(kind="file", path=str(tok_file), eos_token=eos_token)
-        elif tokenizer == "byte":
-            tok_cfg = TokenizerConfig(kind="byte")
-        else:
-            tok_cfg = TokenizerConfig(kind="file", path=tokenizer, eos_token=eos_token)
-        tok = load_tokenizer(tok_cfg)
-        write_shard(docs, tok, out, val_fraction, progress=progress)
-        shard = TokenShard(out)
-    except ZayaTrainError as error:
-        err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=2) from None
+    if not 0 < val_fraction < 1:
+        raise ZayaTrainError(f"--val-fraction {val_fraction} must be in (0, 1)")
+    docs = []
+    for path in inputs:
+        docs += list_documents(SourceConfig(path=str(path), glob=glob, exclude=[]), key=str(path))
+    if tokenizer == "bpe":
+        tok_file = train_bpe(iter_texts(docs, 50_000_000), vocab_size, eos_token, out.with_suffix(".tokenizer.json"))
+        tok_cfg = TokenizerConfig(kind="file", path=str(tok_file), eos_token=eos_token)
+    elif tokenizer == "byte":
+        tok_cfg = TokenizerConfig(kind="byte")
+    else:
+        tok_cfg = TokenizerConfig(kind="file", path=tokenizer, eos_token=eos_token)
+    tok = load_tokenizer(tok_cfg)
+    write_shard(docs, tok, out, val_fraction, progress=progress)
+    shard = TokenShard(out)
     typer.echo(
         f"wrote {out}: {len(docs)} documents, train {shard.num_tokens['train']} tokens, "
         f"val {shard.num_tokens['val']} tokens, tokenizer {shard.tokenizer['kind']} "

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from zaya_config.cli_errors import fail
 
 if TYPE_CHECKING:
     from zaya_train.data.tokenizers import Tokenizer
@@ -99,9 +100,8 @@ def generate(
                 compile=compile_,
                 generator=gen,
             )
-    except (ZayaTrainError, ZayaModelError) as error:
-        err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=2) from None
+    except (ZayaTrainError, ZayaModelError) as error:  # zaya_model's errors import torch: caught here, not by @reports
+        fail(error)
     typer.echo(prompt, nl=False)
     text = TextStream(loaded.tokenizer)
     start, count = time.perf_counter(), 0

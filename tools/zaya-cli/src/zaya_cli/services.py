@@ -16,7 +16,7 @@ def _candidates(start: Path) -> list[Path]:
         found.append(Path(os.environ[SERVICES_ENV]))
     found += [parent / "services" for parent in (start, *start.parents)]
     # An editable install of zaya-cli sits at <repo>/tools/zaya-cli/src/zaya_cli.
-    found.append(Path(__file__).resolve().parents[3] / "services")
+    found.append(Path(__file__).resolve().parents[4] / "services")
     return found
 
 

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import typer
 from typer.core import TyperGroup
+from zaya_config.cli_errors import reports
+
+from zaya_train.errors import ZayaTrainError
 
 
 class _CommandLikeGroup(TyperGroup):
@@ -29,14 +32,8 @@ lm_eval_app = typer.Typer(
 )
 
 
-def _fail(message: str) -> None:
-    from rich.console import Console
-
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
-
-
 @eval_app.callback(invoke_without_command=True, context_settings={"allow_interspersed_args": True})
+@reports(ZayaTrainError, ValueError)
 def evaluate(
     path: Path = typer.Argument(..., help="A zaya-train run dir (latest checkpoint), a step folder, or a HF folder"),
     tasks: str = typer.Option(..., "--tasks", "-t", help="Comma-separated task or group names or patterns, e.g. zaya"),
@@ -52,46 +49,41 @@ def evaluate(
     seed: int = typer.Option(1234, help="Seed of lm-eval's sampling (fewshot examples) and of generation"),
 ) -> None:
     """Evaluate PATH on TASKS with lm-eval; print the results table and merge the scores into eval.json."""
-    from zaya_train.errors import ZayaTrainError
 
-    try:
-        from zaya_train.evals.harness import expand_tasks, require_lm_eval, table, task_manager, write_eval_json
+    from zaya_train.evals.harness import expand_tasks, require_lm_eval, table, task_manager, write_eval_json
 
-        names = [t.strip() for t in tasks.split(",") if t.strip()]
-        if not names:
-            raise ZayaTrainError("--tasks is empty; name at least one task, e.g. --tasks zaya_stdlib_nextline")
-        require_lm_eval()
-        from lm_eval import simple_evaluate
+    names = [t.strip() for t in tasks.split(",") if t.strip()]
+    if not names:
+        raise ZayaTrainError("--tasks is empty; name at least one task, e.g. --tasks zaya_stdlib_nextline")
+    require_lm_eval()
+    from lm_eval import simple_evaluate
 
-        from zaya_train.evals.lm import ZayaLM
+    from zaya_train.evals.lm import ZayaLM
 
-        lm = ZayaLM(
-            str(path),
-            step=step,
-            tokenizer=None if tokenizer is None else str(tokenizer),
-            device=device,
-            batch_size=batch_size,
-            precision=precision,
-            seed=seed,
-        )
-        manager = task_manager(names, include_path)
-        results = simple_evaluate(
-            model=lm,
-            tasks=expand_tasks(manager, names),
-            task_manager=manager,
-            limit=limit,
-            num_fewshot=num_fewshot,
-            random_seed=seed,
-            numpy_random_seed=seed,
-            torch_random_seed=seed,
-            fewshot_random_seed=seed,
-        )
-        subject = lm.subject.describe()
-        settings = {"limit": limit, "num_fewshot": num_fewshot, "precision": precision, "seed": seed}
-        written = write_eval_json(output or lm.subject.path, results, subject, settings)
-    except (ZayaTrainError, ValueError) as err:
-        _fail(str(err))
-        return
+    lm = ZayaLM(
+        str(path),
+        step=step,
+        tokenizer=None if tokenizer is None else str(tokenizer),
+        device=device,
+        batch_size=batch_size,
+        precision=precision,
+        seed=seed,
+    )
+    manager = task_manager(names, include_path)
+    results = simple_evaluate(
+        model=lm,
+        tasks=expand_tasks(manager, names),
+        task_manager=manager,
+        limit=limit,
+        num_fewshot=num_fewshot,
+        random_seed=seed,
+        numpy_random_seed=seed,
+        torch_random_seed=seed,
+        fewshot_random_seed=seed,
+    )
+    subject = lm.subject.describe()
+    settings = {"limit": limit, "num_fewshot": num_fewshot, "precision": precision, "seed": seed}
+    written = write_eval_json(output or lm.subject.path, results, subject, settings)
     where = f"step {subject['step']}, " if subject["step"] is not None else ""
     typer.echo(f"{path} ({where}{subject['model']}, {lm.device})")
     typer.echo(table(results))
@@ -102,21 +94,19 @@ def evaluate(
     invoke_without_command=True,
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
 )
+@reports(ZayaTrainError)
 def lm_eval_command(args: list[str] = typer.Argument(None, help="lm-eval's arguments, e.g. --model zaya ...")) -> None:
     """Run lm-eval's command line (`lm_eval ...`) with the `zaya` model and zaya's tasks available."""
-    from zaya_train.errors import ZayaTrainError
     from zaya_train.evals.harness import quiet_custom_dataset_notice, require_lm_eval
 
-    try:
-        require_lm_eval()
-    except ZayaTrainError as err:
-        _fail(str(err))
+    require_lm_eval()
     from lm_eval.__main__ import cli_evaluate
 
-    import zaya_train.evals.lm  # noqa: F401 - registers the `zaya` model
     from zaya_train.evals import TASKS_DIR
 
     args = list(args or [])
+    if not args or args[0] not in ("-h", "--help"):  # lm-eval's help needs no model (nor torch)
+        import zaya_train.evals.lm  # noqa: F401 - registers the `zaya` model
     if any(a == "--include_path" or a.startswith("--include_path=") for a in args):
         typer.echo(f"note: --include_path given, so zaya's own tasks ({TASKS_DIR}) are not added", err=True)
     elif args and args[0] not in ("-h", "--help"):
