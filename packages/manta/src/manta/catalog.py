@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from importlib.resources import files
 from pathlib import Path
@@ -235,7 +235,8 @@ def example_catalog_path() -> Path:
 
 
 def load_catalog(path: str | Path) -> Catalog:
-    """Load and validate a catalog from .jsonl, .csv or .parquet (`example` = the shipped one)."""
+    """Load and validate a catalog from .jsonl, .csv or .parquet (`example` = the shipped one); a relative
+    `path` is taken relative to the catalog file's folder."""
     path = example_catalog_path() if str(path) == EXAMPLE_CATALOG else Path(path)
     if not path.is_file():
         raise MantaError(f"catalog file {path} does not exist; pass a .jsonl, .csv or .parquet file or 'example'")
@@ -247,9 +248,12 @@ def load_catalog(path: str | Path) -> Catalog:
         if not isinstance(row, Mapping):
             raise MantaError(f"catalog {path}, {where}: expected an object with fields, got {type(row).__name__}")
         try:
-            entries.append(entry_from_row(row))
+            entry = entry_from_row(row)
         except ValueError as err:
             raise MantaError(f"catalog {path}, {where}: {err}") from None
+        if entry.path and not Path(entry.path).expanduser().is_absolute():
+            entry = replace(entry, path=str(path.parent.resolve() / entry.path))  # relative to the catalog file
+        entries.append(entry)
     if not entries:
         raise MantaError(f"catalog {path} has no records")
     return Catalog(tuple(entries), source=str(path))
