@@ -192,6 +192,8 @@ def _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, step
     from manta.evaluation.world_eval import RENDER, WORLD_HARDWARE, WORLD_JUDGE, image_judge, systems, world_prompts
     from manta.world.build import shipped_world
 
+    if judge not in ("world", "plan-metrics") and not judge.startswith("clip:"):
+        raise MantaError(f"unknown judge {judge!r}; allowed: world, plan-metrics, clip:<local CLIP folder>")
     texts, source = _prompt_texts(prompts, coco, limit, seed)
     world = Path(world) if world is not None else shipped_world()
     if judge == "world":
@@ -215,7 +217,7 @@ def _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, step
         from manta.evaluation.metrics import PlanEvaluator
 
         the_judge, name = OfflineJudge(PlanEvaluator(composer.index, composer.embedder, limits)), SMOKE_JUDGE
-    elif judge == "world" or judge.startswith("clip:"):
+    else:
         from manta.evaluation.image_scorers import load_scorer
 
         scorer = load_scorer(judge, world)
@@ -224,8 +226,6 @@ def _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, step
         name = (
             WORLD_JUDGE if judge == "world" else f"images/{scorer.name} (CLIP alignment, embeddings, CLIP-IQA quality)"
         )
-    else:
-        raise MantaError(f"unknown judge {judge!r}; allowed: world, plan-metrics, clip:<local CLIP folder>")
     return evaluate(texts, composer, the_judge, name, limits, opponents, controls, batch, seed, True, source)
 
 
