@@ -97,7 +97,7 @@ def held_bytes(*modules) -> int:
     return int(sum(t.numel() * t.element_size() for m in modules for t in [*m.parameters(), *m.buffers()]))
 
 
-def one_image(unet, vae, texts, arch: dict, steps: int, device: str, dtype) -> None:
+def one_image(unet, vae, texts, arch: dict, steps: int, device: str, dtype):
     import torch
 
     ids = torch.randint(0, 49408, (2, 77), device=device)
@@ -115,7 +115,7 @@ def one_image(unet, vae, texts, arch: dict, steps: int, device: str, dtype) -> N
     for step in range(steps):
         t = torch.full((2,), 999 - step * (1000 // steps), device=device)
         latents = latents - 0.01 * unet(latents, t, context, **extra).sample
-    vae.decode(latents[:1]).sample
+    return vae.decode(latents[:1]).sample
 
 
 def measure(name: str, arch: dict, ranks: list[int], counts: list[int], steps: int, device: str, repeats: int):

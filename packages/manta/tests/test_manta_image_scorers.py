@@ -72,7 +72,7 @@ def test_clip_scorer_loads_a_local_folder_and_scores_in_range(tiny_clip):
 def test_bad_scorer_specs_are_clear_errors(tmp_path):
     with pytest.raises(MantaError, match="unknown image judge 'vlm'"):
         load_scorer("vlm")
-    with pytest.raises(MantaError, match="has no config.json"):
+    with pytest.raises(MantaError, match=r"has no config\.json"):
         load_scorer(f"clip:{tmp_path}")
     with pytest.raises(MantaError, match="needs the tiny world's folder"):
         load_scorer("world")
