@@ -23,6 +23,7 @@ from manta.errors import MantaError
 
 KINDS = ("checkpoint", "lora")
 EXAMPLE_CATALOG = "example"
+WORLD_CATALOG = "world"  # the tiny world's catalog, shipped with its models (manta.world)
 _LIST_FIELDS = ("tags", "trigger_words")
 _REQUIRED = ("id", "kind", "base_family", "description")
 
@@ -236,7 +237,9 @@ def example_catalog_path() -> Path:
 
 def load_catalog(path: str | Path) -> Catalog:
     """Load and validate a catalog from .jsonl, .csv or .parquet (`example` = the shipped one); a relative
-    `path` is taken relative to the catalog file's folder."""
+    `path` is taken relative to the catalog file's folder; `world` = the tiny world's catalog."""
+    if str(path) == WORLD_CATALOG:
+        path = Path(str(files("manta.data").joinpath("world", "catalog.jsonl")))
     path = example_catalog_path() if str(path) == EXAMPLE_CATALOG else Path(path)
     if not path.is_file():
         raise MantaError(f"catalog file {path} does not exist; pass a .jsonl, .csv or .parquet file or 'example'")

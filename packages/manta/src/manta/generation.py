@@ -75,7 +75,8 @@ class DiffusersBackend:
         from diffusers import DiffusionPipeline
 
         path = _local_path(self.catalog[base_id])
-        half = {"torch_dtype": torch.float16} if self.device.startswith("cuda") else {}
+        # float16 on a GPU; float32 on a CPU whatever the files hold (CPU half-precision kernels are slow or absent)
+        half = {"torch_dtype": torch.float16 if self.device.startswith("cuda") else torch.float32}
         try:
             pipe = DiffusionPipeline.from_pretrained(str(path), local_files_only=True, **half)
         except (OSError, ValueError) as err:

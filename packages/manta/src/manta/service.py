@@ -16,6 +16,7 @@ from manta.atomic import atomic_write, atomic_write_text
 from manta.composer import build_composer
 from manta.config import MantaConfig, RenderConfig
 from manta.evaluation.metrics import PlanEvaluator
+from manta.evaluation.suite import SMOKE_JUDGE
 from manta.limits import HardwareLimits, ResolvedLimits
 from manta.plan import CompositionPlan, plans_to_json
 
@@ -71,6 +72,7 @@ def run_compose(
         "limits": asdict(limits),
         "catalog": composer.catalog.source,
         "metrics": asdict(evaluator.batch(plans)),
+        "metrics_judge": SMOKE_JUDGE,  # plan metrics, not images: `zaya manta eval` judges rendered images
         "plans": [
             {
                 "base": p.base_id,

@@ -53,7 +53,7 @@ def measure_world_costs(paths: dict[str, Path], repeats: int = 5) -> dict[str, d
         for model_id, path in paths.items():
             if model_id.startswith("lora-"):
                 continue
-            pipe = DiffusionPipeline.from_pretrained(str(path), local_files_only=True)
+            pipe = DiffusionPipeline.from_pretrained(str(path), local_files_only=True, torch_dtype=torch.float32)
             pipe.set_progress_bar_config(disable=True)
             base_ms = step_ms(pipe, repeats)
             size = sum(f.stat().st_size for f in Path(path).rglob("*.safetensors"))

@@ -211,11 +211,16 @@ def train_lora(recipe: WorldRecipe, name: str, vae, tokenizer, text_encoder, une
     gen = torch.Generator().manual_seed(recipe.seed + stage)
     loss = _denoise_loss(recipe, model, text_encoder, tokenizer, _latents(vae, images), captions, gen)
     _loop(recipe.lora_steps, params, recipe.lora_lr, loss, f"lora {name}", progress)
-    return convert_state_dict_to_diffusers(get_peft_model_state_dict(model))
+    state = convert_state_dict_to_diffusers(get_peft_model_state_dict(model))
+    return {k: v.detach().to(torch.float16).contiguous() for k, v in state.items()}  # stored in float16
 
 
 def save_pipeline(folder: Path, unet, vae, text_encoder, tokenizer) -> Path:
-    """A standard StableDiffusionPipeline folder (DDIM sampling, no safety checker)."""
+    """A standard StableDiffusionPipeline folder (DDIM sampling, no safety checker), weights stored in float16.
+
+    The models in memory are rounded to float16 too, so LoRAs trained after this see exactly the shipped base.
+    """
+    import torch
     from diffusers import DDIMScheduler, StableDiffusionPipeline
 
     pipe = StableDiffusionPipeline(
@@ -228,7 +233,9 @@ def save_pipeline(folder: Path, unet, vae, text_encoder, tokenizer) -> Path:
         feature_extractor=None,
         requires_safety_checker=False,
     )
+    pipe.to(torch.float16)
     pipe.save_pretrained(folder, safe_serialization=True)
+    pipe.to(torch.float32)
     return folder
 
 
