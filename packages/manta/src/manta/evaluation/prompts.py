@@ -17,6 +17,12 @@ def shipped_prompts() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
+def everyday_prompts() -> list[str]:
+    """80 everyday-scene captions written for manta in the style of COCO captions (not from COCO)."""
+    text = files("manta.data").joinpath("everyday_prompts.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
 def load_coco_captions(path: str | Path, limit: int | None = None, seed: int = 0) -> list[str]:
     """One caption per image from a COCO `captions_*.json` (first caption by annotation id), seeded sample."""
     path = Path(path)
