@@ -270,6 +270,16 @@ def world_build(
     console.print(f"world written to {out}; catalog {catalog}")
 
 
+@world_app.command("costs")
+def world_costs(folder: Path = typer.Argument(..., help="A built world to measure on this machine")) -> None:
+    """Measure a world's memory and per-step latency on this CPU and rewrite its catalog with them."""
+    from manta.world.build import measure_costs
+
+    if not (folder / "catalog.jsonl").is_file():
+        _fail(ValueError(f"{folder} has no catalog.jsonl; it is not a built world"))
+    console.print(f"catalog rewritten with measured costs: {measure_costs(folder)}")
+
+
 @world_app.command("verify")
 def world_verify(folder: Path = typer.Argument(None, help="A built world (default: the shipped one)")) -> None:
     """Check every file of a world against the sha256 in its manifest."""

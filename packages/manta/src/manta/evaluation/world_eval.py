@@ -38,7 +38,9 @@ def systems(composer: Composer) -> tuple[dict, dict]:
 
 
 def image_judge(composer: Composer, scorer: ImageScorer, render: dict | None = None, device: str = "cpu") -> ImageJudge:
-    backend = DiffusersBackend(composer.catalog, device=device, **(render or RENDER))
+    keep = len(composer.catalog.checkpoints) if device == "cpu" else 1  # a CPU holds every tiny checkpoint at once
+    threads = 1 if device == "cpu" else None
+    backend = DiffusersBackend(composer.catalog, device=device, keep_loaded=keep, threads=threads, **(render or RENDER))
     return ImageJudge(scorer, backend.render)
 
 

@@ -132,6 +132,26 @@ def build_world(
     return folder / "catalog.jsonl"
 
 
+def measure_costs(folder: str | Path) -> Path:
+    """Measure a built world's costs on this machine and rewrite its catalog (and the manifest's hashes)."""
+    from manta.atomic import atomic_write_text
+    from manta.world.costs import measure_world_costs
+
+    folder = Path(folder)
+    rows = [json.loads(line) for line in (folder / "catalog.jsonl").read_text().splitlines() if line.strip()]
+    costs = measure_world_costs({r["id"]: folder / r["path"] for r in rows})
+    for row in rows:
+        cost = costs[row["id"]]
+        row["vram_bytes"], row["size_bytes"] = int(cost["vram_bytes"]), int(cost["size_bytes"])
+        row["step_latency_ms"] = round(float(cost["step_latency_ms"]), 3)
+    atomic_write_text(folder / "catalog.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["costs_measured_on"] = "this CPU, one thread"
+    manifest["files"] = file_hashes(folder)
+    atomic_write_text(folder / "manifest.json", json.dumps(manifest, indent=1))
+    return folder / "catalog.jsonl"
+
+
 def verify_world(folder: str | Path) -> list[str]:
     """Files whose sha256 differs from the manifest's (empty when the world is intact)."""
     folder = Path(folder)

@@ -3,7 +3,8 @@
 These numbers go into the world's catalog instead of invented ones: a checkpoint's `vram_bytes` is the
 bytes of its weights (UNet, VAE, text encoder; on a CPU that is the memory the model holds), its
 `step_latency_ms` the measured time of one guided denoising step at 32 x 32; a LoRA's are its own weight
-bytes and the extra time per step it costs when active (unfused), measured against the same pipeline.
+bytes and the extra time per step it costs when active (unfused), measured against the same pipeline timed
+again right before it (a shared CPU's load drifts; a difference below the noise is recorded as 0).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ def weight_bytes(module: Any) -> int:
 
 
 def step_ms(pipe: Any, repeats: int = 5, steps: int = 4) -> float:
-    """Median milliseconds per guided denoising step of `pipe` at 32 x 32 (one warm-up call first)."""
+    """Fastest of `repeats` timings, in milliseconds per guided denoising step of `pipe` at 32 x 32 (one
+    warm-up call first); the minimum, not the median, because on a shared CPU the noise only ever adds time."""
     import torch
 
     def call() -> float:
@@ -38,7 +40,7 @@ def step_ms(pipe: Any, repeats: int = 5, steps: int = 4) -> float:
         return (time.perf_counter() - start) * 1000 / steps
 
     call()
-    return float(np.median([call() for _ in range(repeats)]))
+    return float(np.min([call() for _ in range(repeats)]))
 
 
 def measure_world_costs(paths: dict[str, Path], repeats: int = 5) -> dict[str, dict[str, float]]:
@@ -64,9 +66,10 @@ def measure_world_costs(paths: dict[str, Path], repeats: int = 5) -> dict[str, d
             for lora_id, lora in paths.items():
                 if not lora_id.startswith("lora-"):
                     continue
+                before = step_ms(pipe, repeats)  # the base again, right before: the machine's load drifts
                 pipe.load_lora_weights(str(lora.parent), weight_name=lora.name, adapter_name="probe")
                 pipe.set_adapters(["probe"], [1.0])
-                extra = max(step_ms(pipe, repeats) - base_ms, 0.0)
+                extra = max(step_ms(pipe, repeats) - before, 0.0)
                 lora_bytes = sum(weight_bytes(m) for n, m in pipe.unet.named_modules() if n.endswith("probe"))
                 costs[lora_id] = {"vram_bytes": lora_bytes, "step_latency_ms": extra, "size_bytes": lora.stat().st_size}
                 pipe.delete_adapters("probe")
