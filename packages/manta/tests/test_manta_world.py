@@ -59,3 +59,41 @@ def test_the_shipped_world_is_intact_and_was_made_by_the_default_recipe():
     assert manifest["judge_recipe"] == asdict(JudgeRecipe())
     size = sum(p.stat().st_size for p in world.rglob("*") if p.is_file())
     assert size < 8 * 2**20, size
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("prompt", "adapters", "base"),
+    [
+        ("a red star", ["lora-star"], "tiny-flat"),
+        ("a blue heart", ["lora-heart"], "tiny-flat"),
+        ("a green square, watercolor", ["lora-watercolor"], "tiny-flat"),
+        ("a blue square, pixel art", [], "tiny-pixel"),
+    ],
+)
+def test_the_right_adapter_or_checkpoint_raises_the_judges_alignment(prompt, adapters, base, world_judge):
+    """The world's LoRAs and second checkpoint draw what they were trained on, as the judge reads it."""
+    from manta.composer import limits_from_config
+    from manta.plan import plan_from_entries
+
+    catalog, judge, scorer = world_judge
+    limits = limits_from_config("tiny-cpu")
+    right = plan_from_entries(prompt, catalog[base], [(catalog[a], "x", 1.0, 0.5) for a in adapters], (), limits)
+    bare = plan_from_entries(prompt, catalog["tiny-flat"], [], (), limits)
+    with_it = scorer.alignment(judge.images([right] * 4), prompt).mean()
+    without = scorer.alignment(judge.images([bare] * 4), prompt).mean()
+    assert with_it > without + 0.05, (with_it, without)
+
+
+@pytest.fixture(scope="module")
+def world_judge():
+    from manta.catalog import load_catalog
+    from manta.evaluation.image_judge import ImageJudge
+    from manta.evaluation.image_scorers import WorldScorer
+    from manta.evaluation.world_eval import RENDER
+    from manta.generation import DiffusersBackend
+
+    catalog = load_catalog("world")
+    backend = DiffusersBackend(catalog, keep_loaded=2, threads=1, **RENDER)
+    scorer = WorldScorer(shipped_world() / "judge")
+    return catalog, ImageJudge(scorer, backend.render), scorer

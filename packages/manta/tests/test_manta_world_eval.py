@@ -11,7 +11,7 @@ from manta.world.build import shipped_world
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow
-N_PROMPTS, BATCH, STEPS = 12, 2, 12
+N_PROMPTS, BATCH, STEPS = 12, 2, 20
 
 
 @pytest.fixture(scope="module")

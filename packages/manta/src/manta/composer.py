@@ -7,7 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from manta.catalog import Catalog, load_catalog
-from manta.concept_keeping import keep_relevant_candidates, keep_suitable_bases
+from manta.concept_keeping import (
+    drop_style_adapters_beaten_by_checkpoints,
+    keep_relevant_candidates,
+    keep_suitable_bases,
+)
 from manta.concepts import Decomposer, KeywordDecomposer, check_prompt
 from manta.config import MantaConfig
 from manta.diversity import diverse_selections
@@ -64,6 +68,7 @@ class Composer:
             if not plan_cost(self.index.entry(p), [], limits).violations(limits)
         }
         found = keep_suitable_bases(found, self.index, fitting, self.settings.style_fit_floor)
+        found = drop_style_adapters_beaten_by_checkpoints(found, self.index, fitting)
         problem = CompositionProblem(
             self.index,
             found,

@@ -7,6 +7,9 @@ Two filters run before the solver, so the optimum and every diverse alternative 
 - when the prompt names a style, only checkpoints whose style fit (cosine to the style concepts) is at least
   `style_fit_floor` x the best style fit among checkpoints that fit the machine stay (no photoreal
   checkpoint for an ukiyo-e print).
+- a style adapter whose relevance to its style concept is below the best style fit of a checkpoint that
+  fits is dropped: that checkpoint draws the style better than the adapter could (no line-art LoRA on top
+  of the pixel-art checkpoint for "pixel art").
 The diversity sampler then rejects any plan that covers fewer concepts than the optimum does.
 """
 
@@ -58,3 +61,17 @@ def keep_suitable_bases(retrieval: Retrieval, index: CatalogIndex, fitting: set[
 
 def covered_concepts(picks) -> frozenset[int]:
     return frozenset(p.concept for p in picks)
+
+
+def drop_style_adapters_beaten_by_checkpoints(
+    retrieval: Retrieval, index: CatalogIndex, fitting: set[int]
+) -> Retrieval:
+    """Drop style-concept candidates less relevant to their style than the best fitting checkpoint is."""
+    styles = [i for i, c in enumerate(retrieval.concepts) if c.kind == "style"]
+    positions = [p for p in index.checkpoint_positions if int(p) in fitting]
+    if not styles or not positions:
+        return retrieval
+    scores_SB = index.embeddings_ND[positions] @ retrieval.concepts_CD[styles].T
+    best = dict(zip(styles, scores_SB.max(axis=0).tolist(), strict=True))
+    kept = [c for c in retrieval.candidates if c.concept not in best or c.relevance >= best[c.concept]]
+    return replace(retrieval, candidates=kept)

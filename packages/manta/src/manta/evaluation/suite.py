@@ -44,6 +44,15 @@ class Evaluation:
         tally = self.controls[name].tallies[criterion]
         return tally.losses / tally.total if tally.total else 0.0
 
+    def control_violations(self) -> list[str]:
+        """Every (control, criterion) where a control won CONTROL_LIMIT or more of alignment or quality."""
+        return [
+            f"{name} wins {self.control_win_rate(name, c):.0%} of {c} comparisons (limit {CONTROL_LIMIT:.0%})"
+            for name in self.controls
+            for c in ("alignment", "quality")
+            if self.control_win_rate(name, c) >= CONTROL_LIMIT
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         def rates(reports: dict[str, WinRateReport]) -> dict[str, dict[str, float]]:
             return {n: {c: round(r.tallies[c].win_rate, 4) for c in CRITERIA} for n, r in reports.items()}
@@ -61,6 +70,7 @@ class Evaluation:
             "batch": self.batch,
             "opponents": rates(self.opponents),
             "controls": rates(self.controls),
+            "control_violations": self.control_violations(),
             "control_win_rates": {
                 n: {c: round(self.control_win_rate(n, c), 4) for c in CRITERIA} for n in self.controls
             },
