@@ -105,3 +105,34 @@ def test_hf_export_of_a_run_verifies_with_a_note_and_catches_a_changed_value(tmp
     broken = compare(checkpoints, hf)
     assert not broken.ok and len(broken.problems) == 1
     assert f"{logical!r}: bytes differ" in broken.problems[0]
+
+
+def test_hf_export_of_a_run_carries_the_phase_theta_and_the_tokenizer_eos(tmp_path: Path, tiny):
+    """zaya-train switches RoPE theta per recipe phase and trains with its own tokenizer's EOS: the export of a
+    checkpoint taken in the second phase must say theta 1e5 and EOS 256, not the preset's 1e4 and 106."""
+    import pickle
+
+    yaml = pytest.importorskip("yaml")
+    cfg, model, src = tiny
+    run = tmp_path / "run"
+    step = run / "checkpoints" / "step_00000040"
+    step.parent.mkdir(parents=True)
+    src.rename(step)
+    (step / "train-rank00000.pkl").write_bytes(pickle.dumps({"progress": {"step": 40, "tokens": 9, "phase": 1}}))
+    (run / "checkpoints" / "latest").write_text("step_00000040\n")
+    phases = [{"name": "short", "rope_theta": 1e4}, {"name": "long", "rope_theta": 1e5}]
+    (run / "config.yaml").write_text(yaml.safe_dump({"model": cfg.to_dict(), "recipe": {"phases": phases}}))
+    (run / "tokenizer").mkdir()
+    (run / "tokenizer" / "tokenizer_config.json").write_text(
+        json.dumps({"zaya_tokenizer": {"kind": "byte", "eos_id": 256}})
+    )
+    for source in (run / "checkpoints", step):  # the run's checkpoints/ (latest) or one step folder
+        hf = tmp_path / f"hf-{source.name}"
+        convert(source, hf, "hf")
+        config = json.loads((hf / "config.json").read_text())
+        assert config["rope_parameters"]["hybrid"]["rope_theta"] == 1e5
+        assert config["eos_token_id"] == config["bos_token_id"] == config["pad_token_id"] == 256
+    model.set_rope_theta(1e5)
+    ids = torch.randint(0, cfg.vocab_size, (1, 12), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        assert torch.equal(zaya_model.load_hf(hf).eval()(ids), model(ids))  # the model as it was being trained

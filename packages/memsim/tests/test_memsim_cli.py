@@ -58,3 +58,51 @@ def test_bad_trace_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "bad.trace:2: malformed trace line '0x80 READ soon'" in result.output.replace("\n", "")
     assert not (tmp_path / "o").exists()
+
+
+def test_config_notes_keep_their_brackets_and_strict_refuses(tmp_path: Path) -> None:
+    ini = _memsim("ini", "ddr4_8gb_x8_3200")
+    assert ini.exit_code == 0 and "[timing]" in ini.output
+    cfg = tmp_path / "part.ini"
+    cfg.write_text(ini.output.replace("row_buf_policy = OPEN_PAGE", "row_buf_policy = CLOSE_PAGEE").replace(
+        "tREFI = ", "REFI = "))  # fmt: skip
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x40 READ 0\n0x1000 WRITE 3\n")
+    result = _memsim("run", str(cfg), str(trace), "-c", "2000", "-o", str(tmp_path / "o"), "--no-plots")
+    text = result.output.replace("\n", "")
+    assert result.exit_code == 0, result.output
+    assert "config: part.ini:" in text and "[system] row_buf_policy = 'CLOSE_PAGEE' is not one of OPEN_PAGE" in text
+    assert "[timing] not set, DRAMSim3's defaults used: tREFI = 7800" in text  # bracketed text survives rich
+    strict = _memsim("run", str(cfg), str(trace), "-c", "2000", "-o", str(tmp_path / "s"), "--strict")
+    assert strict.exit_code == 2 and not (tmp_path / "s").exists()
+    assert "error: config part.ini has 2 problem(s) (strict): part.ini:" in strict.output.replace("\n", "")
+    assert "[timing] REFI is not a key DRAMSim3 reads (did you mean tREFI?)" in strict.output.replace("\n", "")
+
+
+def test_keys_lists_what_is_allowed() -> None:
+    result = _memsim("keys", "system")
+    assert result.exit_code == 0 and "[system]" in result.output
+    assert "row_buf_policy" in result.output and "CLOSE_PAGE" in result.output
+
+
+def test_traces_as_users_have_them(tmp_path: Path) -> None:
+    trace = tmp_path / "t.trace"
+    made = _memsim("trace", "ddr4_8gb_x8_3200", "-o", str(trace), "--kind", "stream", "-n", "500", "--seed", "3")
+    assert made.exit_code == 0 and len(trace.read_text().splitlines()) == 500
+    wide = tmp_path / "pin.trace"
+    wide.write_text("0x7fff5a0012c0 READ 0\n0xffffffff00000040 WRITE 4\n")
+    refused = _memsim("run", "ddr4_8gb_x8_3200", str(wide), "-c", "1000", "-o", str(tmp_path / "r"))
+    assert refused.exit_code == 2 and "--wrap" in refused.output.replace("\n", "")
+    wrapped = _memsim("run", "ddr4_8gb_x8_3200", str(wide), "-c", "1000", "-o", str(tmp_path / "w"), "--wrap",
+                      "--no-plots")  # fmt: skip
+    assert wrapped.exit_code == 0, wrapped.output
+    assert json.loads((tmp_path / "w" / "stats.json").read_text())["0"]["num_writes_done"] == 1
+    ramulator = tmp_path / "ram.trace"
+    ramulator.write_text("R 0,0,1,2,30,4\nW 0,1,0,0,9,1\n")
+    run = _memsim("run", "ddr4_8gb_x8_3200", str(ramulator), "-c", "1000", "-o", str(tmp_path / "m"), "--no-plots")
+    stats = json.loads((tmp_path / "m" / "stats.json").read_text())["0"]
+    assert run.exit_code == 0 and (stats["num_reads_done"], stats["num_writes_done"]) == (1, 1)
+    gen = _memsim("run", "hbm2_8gb_x128", "-s", "stream", "-c", "3000", "-o", str(tmp_path / "s"), "--no-plots")
+    assert gen.exit_code == 0 and (tmp_path / "s" / "stats.json").is_file()
+    both = _memsim("run", "hbm2_8gb_x128", str(trace), "-s", "random", "-o", str(tmp_path / "b"))
+    assert both.exit_code == 2 and "not both and not neither" in both.output

@@ -18,6 +18,10 @@ VARIANTS = {
     "simultaneous_refresh": {"refresh_policy": "RANK_LEVEL_SIMULTANEOUS"},
     "unified_queue": {"unified_queue": "True"},
     "small_queues": {"cmd_queue_size": "2", "trans_queue_size": "4", "write_drain_threshold": "2"},
+    "write_buf_size": {"write_buf_size": "6", "trans_queue_size": "12"},
+    "dramsim3_mode": {"mode": "dramsim3"},
+    "dramsim3_simultaneous": {"mode": "dramsim3", "refresh_policy": "RANK_LEVEL_SIMULTANEOUS"},
+    "dramsim3_bank_refresh": {"mode": "dramsim3", "refresh_policy": "BANK_LEVEL_STAGGERED"},
 }
 
 
@@ -38,7 +42,7 @@ def snapshot(system: MemorySystem) -> list[dict]:
             "queues": ([trans(t) for t in c.read_queue], [trans(t) for t in c.write_buffer],
                        {a: [trans(t) for t in v] for a, v in c.pending_reads.items()},
                        {a: trans(t) for a, t in c.pending_writes.items()}, c.pending_write_data),
-            "refresh": (c.refresh_queue, c.refresh.next_due, c.refresh._rank, c.refresh._bankgroup, c.refresh._bank),
+            "refresh": (c.refresh_queue, c.refresh.next_due, c.refresh.pushed),
             "scalars": (c.write_draining, c.next_wake, c.last_arrival, c.power_dirty),
             "cmdq": ([[(x.cmd, x.addr, x.rank, x.bankgroup, x.bank_in_group, x.bank, x.row, x.column) for x in queue]
                       for queue in q.queues], q.bound, q.queue_idx, q.count, q.dirty, q.in_refresh,

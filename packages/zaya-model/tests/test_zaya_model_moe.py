@@ -3,6 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from zaya_model import ZayaModelError
 from zaya_model.experts import ZayaExperts
 
 
@@ -103,22 +104,63 @@ def test_padding_tokens_are_not_counted(small_config, randomized_model):
     assert torch.equal(model._load_counts().sum(-1), torch.full((3,), 3.0, dtype=torch.float64))
 
 
-def test_bias_step_lowers_overloaded_experts_and_keeps_skip_bias(small_config, randomized_model):
-    model = randomized_model(small_config(), skip_bias=-0.5).train()
+def test_bias_step_moves_every_class_toward_its_target(small_config, randomized_model):
+    """Over-loaded classes lose bias, under-loaded gain, the skip class included; the step is zero-sum."""
+    model = randomized_model(small_config(skip_rate_target=0.25), skip_bias=-0.5).train()
     router = model.layers[0].moe.router
     before = router.balancing_biases.clone()
-    router.load_counts.copy_(torch.tensor([30.0, 10.0, 10.0, 0.0, 7.0], dtype=torch.float64))
+    # Targets: 0.1875 per expert, 0.25 skip. Loads: 0.52, 0.17, 0.17, 0.0 and 0.14 on skip.
+    router.load_counts.copy_(torch.tensor([30.0, 10.0, 10.0, 0.0, 8.0], dtype=torch.float64))
     model.update_router_biases()
     delta = router.balancing_biases - before
-    assert delta[0] < 0 and delta[3] > delta[1] > delta[0]
-    assert float(router.balancing_biases[-1]) == -0.5  # the skip route is left to the router
-    assert abs(float(router.balancing_biases[:-1].mean())) < 1e-6
+    assert delta[0] < 0 < delta[1] and delta[3] > 0 and delta[4] > 0
+    assert abs(float(delta.sum())) < 1e-6
+
+
+def test_bias_step_with_no_counts_changes_nothing(small_config, randomized_model):
+    model = randomized_model(small_config()).train()
+    before = [layer.moe.router.balancing_biases.clone() for layer in model.layers]
+    model.update_router_biases()
+    for layer, b in zip(model.layers, before, strict=True):
+        assert torch.equal(layer.moe.router.balancing_biases, b)
+        assert float(layer.moe.router.bias_steps) == 0.0
+
+
+@pytest.mark.parametrize(("target", "value"), [(None, 0.2), (0.0, 0.0), (0.3, 0.3)])
+def test_skip_target_resolves_from_config(small_config, target, value):
+    assert small_config(skip_rate_target=target).skip_target == pytest.approx(value)
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.1, True])
+def test_skip_target_is_validated(small_config, bad):
+    with pytest.raises(ZayaModelError, match=r"model\.skip_rate_target"):
+        small_config(skip_rate_target=bad)
+
+
+@pytest.mark.parametrize("target", [None, 0.1])
+def test_skip_rate_converges_to_its_target_with_uniform_experts(small_config, randomized_model, target):
+    """Closed loop on a tiny model: from a skip bias of -1 (never skipping) the skip rate rises to the target
+    within a few hundred seeded steps while the experts share the rest evenly."""
+    cfg = small_config(num_hidden_layers=2, skip_rate_target=target)
+    model = randomized_model(cfg, seed=0, skip_bias=-1.0).train()
+    gen = torch.Generator().manual_seed(0)
+    history = []
+    for _ in range(240):
+        with torch.no_grad():
+            model(torch.randint(0, cfg.vocab_size, (8, 32), generator=gen))
+        history.append(model.update_router_biases())
+    assert float(history[0][:, -1].max()) == 0.0  # the skip route starts unreachable
+    settled = torch.stack(history[-60:]).mean(0)  # [L, E + 1]
+    s = cfg.skip_target
+    assert torch.allclose(settled[:, -1], torch.full((2,), s, dtype=settled.dtype), atol=0.02), settled
+    experts = settled[:, :-1]
+    assert torch.allclose(experts, torch.full_like(experts, (1 - s) / cfg.num_experts), atol=0.035), settled
 
 
 def test_balancing_evens_out_a_skewed_router(small_config, randomized_model):
     """Closed loop: repeated steps on the same data shrink the max/min expert load ratio."""
     cfg = small_config(bias_update_rate=0.05)
-    model = randomized_model(cfg, seed=1, skip_bias=-10.0).train()
+    model = randomized_model(cfg, seed=1, skip_bias=-10.0).train()  # skip far out of reach
     ids = torch.randint(0, 512, (4, 16), generator=torch.Generator().manual_seed(1))
 
     def spread():

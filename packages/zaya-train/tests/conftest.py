@@ -65,3 +65,80 @@ def make_trainer(tmp_path: Path, tiny_sources):
     yield factory
     for trainer in made:
         trainer.close()
+
+
+def _pretrain(run_dir: Path, cache_dir: Path, steps_per_phase: int = 16, **train_overrides) -> dict:
+    """A real pretraining run (`run_pretraining`, the pretrain service's code path) of a shrunken zaya1-tiny
+    on two stdlib packages: two phases (context 64 -> 128, RoPE theta 1e4 -> 1e5), checkpoints, config.yaml
+    and tokenizer/ in `run_dir`. Returns the summary."""
+    from omegaconf import OmegaConf
+    from zaya_model import ZayaConfig
+    from zaya_train import run_pretraining
+
+    train = {
+        "global_batch_size": 8,
+        "micro_batch_size": 8,
+        "device": "cpu",
+        "cpu_threads": 1,
+        "data": {
+            "sources": {
+                "json": {"path": "stdlib", "glob": "json/*.py", "exclude": []},
+                "email": {"path": "stdlib", "glob": "email/*.py", "exclude": []},
+            },
+            "val_fraction": 0.2,
+            "cache_dir": str(cache_dir),
+        },
+        "checkpoint": {"every_steps": steps_per_phase, "keep_last": 3},
+        "eval": {"every_steps": steps_per_phase, "sequences": 4, "sample_tokens": 0},
+        "plots": False,
+    }
+    for key, value in train_overrides.items():
+        node = train
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    schedule = {"kind": "constant", "peak_lr": 1e-2, "warmup_fraction": 0.1}
+    cfg = OmegaConf.create(
+        {
+            "model": ZayaConfig.from_preset("zaya1-tiny").to_dict(),
+            "train": train,
+            "recipe": {
+                "name": "eval-test",
+                "phases": [
+                    {
+                        "name": "short",
+                        "tokens": 8 * 64 * steps_per_phase,
+                        "seq_len": 64,
+                        "rope_theta": 1e4,
+                        "mixture": {"json": 1, "email": 1},
+                        "schedule": schedule,
+                    },
+                    {
+                        "name": "long",
+                        "tokens": 8 * 128 * steps_per_phase,
+                        "seq_len": 128,
+                        "rope_theta": 1e5,
+                        "mixture": {"json": 1, "email": 1},
+                        "schedule": schedule,
+                    },
+                ],
+            },
+            "logging": {"progress": False, "log_every_steps": 1},
+        }
+    )
+    return run_pretraining(cfg, run_dir)
+
+
+@pytest.fixture
+def pretrain():
+    """Factory: pretrain(run_dir, cache_dir, steps_per_phase=16, **train_overrides) -> summary (see _pretrain)."""
+    return _pretrain
+
+
+@pytest.fixture(scope="session")
+def eval_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trained run dir (32 steps, two phases; checkpoints at steps 16 and 32) shared by the eval tests."""
+    root = tmp_path_factory.mktemp("eval-run")
+    _pretrain(root / "run", root / "cache")
+    return root / "run"

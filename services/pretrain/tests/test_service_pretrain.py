@@ -20,6 +20,7 @@ TINY = [
     "train.eval.sequences=8",
     "train.eval.sample_tokens=24",
     "train.checkpoint.every_steps=12",
+    "train.eval.downstream.limit=100",
     "logging.log_every_steps=4",
 ]
 
@@ -50,14 +51,21 @@ def test_pretrain_trains_checkpoints_samples_and_leaves_the_run_dir(tmp_path):
     assert phases == [("pretrain", 128), ("extend", 256)]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["steps"] == 28 and summary["sample"].startswith("def ")
-    for name in ("config.yaml", "metrics.jsonl", "loss.png", "expert_load.png", "checkpoints/latest"):
+    for name in ("config.yaml", "metrics.jsonl", "loss.png", "expert_load.png", "downstream.png", "checkpoints/latest"):
         assert (run_dir / name).is_file(), name
+    assert (run_dir / "tokenizer" / "tokenizer.json").is_file()  # the run's own tokenizer travels with it
+    # The main job's downstream eval (lm-eval, zaya_stdlib_nextline): scored at the first and the last step,
+    # and already above the untrained model's score after 28 steps.
+    scores = [(r["step"], r["zaya_stdlib_nextline/acc"]) for r in _records(run_dir) if r["kind"] == "downstream"]
+    assert [step for step, _ in scores] == [0, 28] and scores[1][1] > scores[0][1], scores
+    assert summary["downstream"]["zaya_stdlib_nextline/acc"] == scores[1][1]
     assert (run_dir / "checkpoints" / "step_00000028" / "manifest.json").is_file()
     assert "optimizer:" in (run_dir / "config.yaml").read_text()  # resolved, defaults filled in
     # The same command on the same run dir resumes from the latest checkpoint: nothing left to train.
     again = _run(tmp_path, f"hydra.run.dir={run_dir}", "train.eval.sample_tokens=0")
     assert "resumed from step 28" in again.stdout + again.stderr
     assert [r["step"] for r in _records(run_dir) if r["kind"] == "train"][-1] == 28
+    assert [r["step"] for r in _records(run_dir) if r["kind"] == "downstream"] == [0, 28]  # not scored again
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ TINY = [
     "train.eval.sequences=8",
     "train.eval.sample_tokens=16",
     "train.checkpoint.every_steps=4",
+    "train.eval.downstream.limit=16",
     "train.plots=false",
 ]
 
@@ -39,3 +40,7 @@ def test_single_node_script_runs_fsdp_on_two_cpu_processes(tmp_path):
     step8 = run_dir / "checkpoints" / "step_00000008"
     assert (step8 / "train-rank00000.pkl").is_file() and (step8 / "train-rank00001.pkl").is_file()
     assert len(list(step8.glob("*.distcp"))) == 2  # each rank wrote its own shards
+    # Downstream evals on the FSDP-sharded model: both ranks run every forward, rank 0 writes one record.
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    scored = [r for r in records if r["kind"] == "downstream"]
+    assert [r["step"] for r in scored] == [0, 8] and summary["downstream"]["zaya_stdlib_nextline/acc"] >= 0

@@ -69,3 +69,25 @@ def test_run_starts_a_service_with_its_overrides_and_exit_code(tmp_path, monkeyp
     assert (
         missing.returncode == 2 and "unknown service 'nope'" in missing.stderr and "available: echo" in missing.stderr
     )
+
+
+def _imported_modules(*args: str) -> set[str]:
+    """Top-level modules the `zaya` console script imports for `args` (python -X importtime)."""
+    result = subprocess.run([sys.executable, "-X", "importtime", ZAYA, *args], capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_root_help_imports_no_package_cli_and_no_torch():
+    """`zaya --help` lists every group from entry-point metadata and the groups' sources, importing none."""
+    modules = _imported_modules("--help")
+    assert "torch" not in modules and "hydra" not in modules
+    assert not {m for m in modules if m.endswith(".cli")}, sorted(m for m in modules if m.endswith(".cli"))
+
+
+def test_root_help_shows_each_groups_own_help_line():
+    result = zaya("--help")
+    text = " ".join(result.stdout.split())
+    assert "Prepare training data: text -> zarr token shards (from zaya-train)" in text
+    assert "List and show hardware profiles" in text and "Compose and print configs" in text

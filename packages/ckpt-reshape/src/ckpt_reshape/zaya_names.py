@@ -58,7 +58,12 @@ def resolve_model_config(spec: str | dict | Path | None, index: CheckpointIndex 
 
 
 def run_dir_model_config(src: Path):
-    """The `model` group of a zaya-train run's resolved `config.yaml` (next to `checkpoints/`), None if absent."""
+    """The model config of a zaya-train run's checkpoint (`src`: the run's `checkpoints/` or a step folder):
+    the `model` group of the run's resolved `config.yaml` as trained at that step (`zaya_run.as_trained`);
+    None if there is no config.yaml."""
+    from ckpt_reshape.formats import resolve_zaya_train_root
+    from ckpt_reshape.zaya_run import as_trained
+
     model, src = zaya_model(), Path(src).resolve()
     for folder in (src, src.parent):
         config = folder.parent / "config.yaml"
@@ -67,13 +72,16 @@ def run_dir_model_config(src: Path):
                 import yaml
             except ImportError:
                 return None
-            data = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model")
+            run_config = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+            data = run_config.get("model")
             if not isinstance(data, dict):
                 return None
             try:
-                return model.ZayaConfig.from_dict(data)
+                cfg = model.ZayaConfig.from_dict(data)
             except Exception as err:
                 raise ReshapeError(f"{config}: its `model` group is not a zaya-model config ({err})") from err
+            step_folder = src if folder is not src else resolve_zaya_train_root(src)
+            return as_trained(cfg, run_config, folder.parent, step_folder)
     return None
 
 

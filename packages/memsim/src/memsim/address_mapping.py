@@ -63,8 +63,17 @@ class AddressMapping:
         if addr < 0 or addr >> self.address_bits:
             raise MemsimError(
                 f"address {addr:#x} is beyond the memory's capacity of {1 << self.address_bits:#x} bytes; "
-                "use a smaller address or a config with more channels, ranks or rows"
+                "wrap it as DRAMSim3 does (--wrap, wrap=True), or use a config with more channels, ranks or rows"
             )
+
+    def wrap(self, addr: int) -> int:
+        """The address modulo the capacity: the DRAM location DRAMSim3 maps it to (it ignores higher bits)."""
+        return addr & ((1 << self.address_bits) - 1)
+
+    def wrap_array(self, addrs: "np.ndarray") -> "np.ndarray":
+        """`wrap` for an int64 or uint64 array; returns int64."""
+        mask = (1 << self.address_bits) - 1
+        return (np.asarray(addrs) & np.asarray(mask, dtype=np.asarray(addrs).dtype)).astype(np.int64)
 
 
 def build_address_mapping(spec: DramSpec) -> AddressMapping:

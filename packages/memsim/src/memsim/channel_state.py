@@ -11,7 +11,8 @@ from memsim.commands import COLUMN_CMDS, N_CMD, RANK_CMDS, Cmd
 from memsim.spec import DramSpec
 from memsim.timing_table import WindowConstraint
 
-CLOSED, OPEN, SREF = 0, 1, 2
+CLOSED, OPEN, SREF, PD = 0, 1, 2, 3
+EXIT_OF = {SREF: Cmd.SREF_EXIT, PD: Cmd.PD_EXIT}  # the command a bank in a low-power state needs first
 ACT, PRE, REF, REFB = Cmd.ACTIVATE, Cmd.PRECHARGE, Cmd.REFRESH, Cmd.REFRESH_BANK
 
 
@@ -45,7 +46,7 @@ class ChannelState:
             return PRE  # REFRESH / REFRESH_BANK / SREF_ENTER need the bank closed
         if st == CLOSED:
             return ACT if cmd in COLUMN_CMDS else cmd
-        return Cmd.SREF_EXIT
+        return EXIT_OF[st] if cmd != EXIT_OF[st] else cmd
 
     def window_ready_at(self, rank: int) -> int:
         """First cycle the activation windows of `rank` admit another ACT (0 when they already do)."""
@@ -57,10 +58,37 @@ class ChannelState:
 
     def rank_ready(self, cmd: int, rank: int, clk: int) -> tuple[int, int] | None:
         """DRAMSim3's rank-level readiness: (PRE, bank) for the first open bank whose PRE may issue,
-        (cmd, -1) when every bank is closed and allows `cmd`, else None."""
-        e, base = self.earliest, rank * self.banks_per_rank
+        (cmd, -1) when every bank is closed and allows `cmd`, else None. A rank in power-down needs its
+        PD_EXIT first: (PD_EXIT, -1) once that may issue."""
+        base = rank * self.banks_per_rank
+        return self._banks_ready(cmd, rank, range(base, base + self.banks_per_rank), clk)
+
+    def rank_ready_at(self, cmd: int, rank: int) -> int:
+        """Lower bound on the cycle `rank_ready` can first succeed, given no other command issues."""
+        base = rank * self.banks_per_rank
+        return self._banks_ready_at(cmd, rank, range(base, base + self.banks_per_rank))
+
+    def same_index_banks(self, bank: int) -> range:
+        """The banks a DDR5 REFsb to `bank` refreshes: its bank index in every bank group of its rank."""
+        per_group = self.spec.banks_per_group
+        first = bank // self.banks_per_rank * self.banks_per_rank + bank % per_group
+        return range(first, first + self.banks_per_rank, per_group)
+
+    def same_bank_ready(self, cmd: int, bank: int, clk: int) -> tuple[int, int] | None:
+        """`rank_ready` for a REFsb: over the banks of `bank`'s index in every bank group."""
+        return self._banks_ready(cmd, bank // self.banks_per_rank, self.same_index_banks(bank), clk)
+
+    def same_bank_ready_at(self, cmd: int, bank: int) -> int:
+        """Lower bound on the cycle `same_bank_ready` can first succeed."""
+        return self._banks_ready_at(cmd, bank // self.banks_per_rank, self.same_index_banks(bank))
+
+    def _banks_ready(self, cmd: int, rank: int, banks: range, clk: int) -> tuple[int, int] | None:
+        e, first = self.earliest, rank * self.banks_per_rank
+        low = self.state[first]
+        if low >= SREF and cmd != EXIT_OF[low]:
+            return (EXIT_OF[low], -1) if clk >= e[first * N_CMD + EXIT_OF[low]] else None
         all_ready = True
-        for b in range(base, base + self.banks_per_rank):
+        for b in banks:
             if self.state[b] == OPEN:
                 if clk >= e[b * N_CMD + PRE]:
                     return PRE, b
@@ -69,13 +97,20 @@ class ChannelState:
                 all_ready = False
         return (cmd, -1) if all_ready else None
 
-    def rank_ready_at(self, cmd: int, rank: int) -> int:
-        """Lower bound on the cycle `rank_ready` can first succeed, given no other command issues."""
-        e, base = self.earliest, rank * self.banks_per_rank
-        open_pre = [e[b * N_CMD + PRE] for b in range(base, base + self.banks_per_rank) if self.state[b] == OPEN]
-        if open_pre:
-            return min(open_pre)
-        return max(e[b * N_CMD + cmd] for b in range(base, base + self.banks_per_rank))
+    def _banks_ready_at(self, cmd: int, rank: int, banks: range) -> int:
+        e, first = self.earliest, rank * self.banks_per_rank
+        low = self.state[first]
+        if low >= SREF and cmd != EXIT_OF[low]:
+            return e[first * N_CMD + EXIT_OF[low]]
+        open_pre = [e[b * N_CMD + PRE] for b in banks if self.state[b] == OPEN]
+        return min(open_pre) if open_pre else max(e[b * N_CMD + cmd] for b in banks)
+
+    def rank_power_state(self, rank: int) -> int:
+        """CLOSED / OPEN (some bank open) for an awake rank, or SREF / PD."""
+        base = rank * self.banks_per_rank
+        if self.state[base] >= SREF:
+            return self.state[base]
+        return OPEN if self.open_banks_in_rank[rank] else CLOSED
 
     def issue(self, cmd: int, bank: int, row: int, rank: int, clk: int) -> None:
         """Apply a command's state change and timing consequences (bank = first bank of rank for REF)."""
@@ -108,5 +143,7 @@ class ChannelState:
                 self.open_banks_in_rank[rank] += 1
             elif cmd == Cmd.SREF_ENTER:
                 self.state[bank] = SREF
-        elif cmd == Cmd.SREF_EXIT:
+            elif cmd == Cmd.PD_ENTER:
+                self.state[bank] = PD
+        elif cmd == EXIT_OF[st]:
             self.state[bank] = CLOSED

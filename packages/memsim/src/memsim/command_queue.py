@@ -87,12 +87,14 @@ class CommandQueues:
         if self.in_refresh:
             return
         self.in_refresh = True
-        if cmd == Cmd.REFRESH:
+        if cmd == Cmd.REFRESH or cmd == Cmd.RFM:
             if self.per_bank:
                 base = rank * self.spec.banks
                 self.refresh_queues = frozenset(range(base, base + self.spec.banks))
             else:
                 self.refresh_queues = frozenset((rank,))
+        elif cmd == Cmd.REFRESH_SAME_BANK:
+            self.refresh_queues = frozenset(self.state.same_index_banks(bank)) if self.per_bank else frozenset((rank,))
         else:
             self.refresh_queues = frozenset((bank if self.per_bank else rank,))
 

@@ -23,13 +23,14 @@ class MemsimConfig:
     power: dict[str, Any] = field(default_factory=dict)
     system: dict[str, Any] = field(default_factory=dict)
     other: dict[str, Any] = field(default_factory=dict)
+    strict: bool = False  # config problems (unknown keys, misspelt values) are errors, not warnings
 
     def sections(self) -> dict[str, Any]:
         return {"name": self.name, "dram_structure": dict(self.dram_structure), "timing": dict(self.timing),
                 "power": dict(self.power), "system": dict(self.system), "other": dict(self.other)}  # fmt: skip
 
     def build_spec(self) -> DramSpec:
-        return spec_from_sections(self.sections(), name=self.name)
+        return spec_from_sections(self.sections(), name=self.name, strict=self.strict)
 
     def validate(self) -> None:
         """Turn memsim's own error into the config layer's, keeping its message."""

@@ -15,16 +15,21 @@ import numpy as np
 
 from memsim.address_mapping import AddressMapping
 from memsim.backing_store import BackingStore
-from memsim.channel_state import ChannelState
+from memsim.channel_state import CLOSED, OPEN, PD, SREF, ChannelState
 from memsim.command_queue import CommandQueues
-from memsim.commands import COLUMN_CMDS, N_CMD, READS, WRITES, Cmd
-from memsim.refresh import RefreshSchedule
+from memsim.commands import COLUMN_CMDS, N_CMD, RANK_CMDS, READS, WRITES, Cmd
+from memsim.power_states import RankPowerControl
+from memsim.refresh import RefreshManagement, RefreshSchedule
+from memsim.row_closer import IdleRowCloser
 from memsim.scheduling import ROW_POLICIES, QueuedCommand
 from memsim.spec import DramSpec
 from memsim.transaction import Transaction
 
 FOREVER = 1 << 62
-REF, REFB, PRE = Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.PRECHARGE
+ACTIVE, IDLE, SELF_REFRESH, POWER_DOWN = 0, 1, 2, 3  # a rank's power state in `power_runs`
+POWER_STATE_CODE = {OPEN: ACTIVE, CLOSED: IDLE, SREF: SELF_REFRESH, PD: POWER_DOWN}
+REF, REFB, PRE, PD_EXIT = Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.PRECHARGE, Cmd.PD_EXIT
+ACT, REFSB, RFM = Cmd.ACTIVATE, Cmd.REFRESH_SAME_BANK, Cmd.RFM
 PLAIN_COLUMN = frozenset((Cmd.READ, Cmd.WRITE))  # leave every bank's open/closed state as it was
 
 
@@ -44,7 +49,14 @@ class ChannelController:
         self.unified = spec.unified_queue
         self.read_queue: list[Transaction] = []
         self.write_buffer: list[Transaction] = []
+        self.jedec = spec.mode == "jedec"
+        self.row_closer = IdleRowCloser(state, self.cmdq) if self.jedec and spec.aggressive_precharging else None
+        self.rfm = RefreshManagement(spec) if spec.t("RAAIMT") else None
+        low_power = spec.enable_self_refresh or spec.enable_power_down
+        self.power = RankPowerControl(spec, state, self.cmdq) if low_power else None
         self.capacity = spec.trans_queue_size
+        # DRAMSim3 sizes the write buffer by trans_queue_size and never reads write_buf_size; jedec mode honours it
+        self.write_capacity = spec.write_buf_size if self.jedec and spec.write_buf_size else self.capacity
         self.pending_reads: dict[int, list[Transaction]] = {}
         self.pending_writes: dict[int, Transaction] = {}
         self.pending_write_data: dict[int, bytes | None] = {}
@@ -54,24 +66,60 @@ class ChannelController:
         self.last_arrival = 0
         self.read_delay, self.write_delay = spec.t("read_delay"), spec.t("write_delay")
         # logs the statistics are computed from (see memsim.stats)
-        self.commands: list[tuple[int, int, int, int, int, int, bool]] = []
+        # the logs as lists (the Python engine appends to them) or, after a compiled run, as arrays only: the
+        # lists are then built on first access (`commands`, `completed`)
+        self._commands: list[tuple[int, int, int, int, int, int, bool]] | None = []
         self.command_table: np.ndarray | None = None  # `commands` as an int64 array, see command_array()
-        self.completed: list[tuple[int, int, bool]] = []  # (completion cycle, latency, is_write)
+        self._completed: list[tuple[int, int, bool]] | None = []  # (completion cycle, latency, is_write)
+        self.completed_table: np.ndarray | None = None  # `completed` as an int64 array, see completed_array()
         self.interarrivals: list[int] = []
         self.write_latencies: list[int] = []
         self.dual_issue_cycles: list[int] = []
-        self.power_runs: list[tuple[int, tuple[bool, ...]]] = [(0, (True,) * spec.ranks)]
+        # (cycle, per-rank power state from then on: ACTIVE, IDLE (all banks closed), SELF_REFRESH, POWER_DOWN)
+        self.power_runs: list[tuple[int, tuple[int, ...]]] = [(0, (IDLE,) * spec.ranks)]
         self.on_complete: Callable[[Transaction], None] | None = None
         self.dual_issue = spec.dual_command_issue
         self.power_dirty = False  # a command opened or closed a bank since the last power note
         self.flushing = False  # MemorySystem.flush: drain the write buffer even below the threshold
         self.skip_idle = True  # False: tick every cycle, as DRAMSim3 does (used to test the event logic)
 
+    @property
+    def commands(self) -> list[tuple[int, int, int, int, int, int, bool]]:
+        """Every command issued: (cycle, cmd, rank, bank, row, column, row hit)."""
+        if self._commands is None:
+            table = self.command_table
+            self._commands = list(zip(*table[:, :6].T.tolist(), table[:, 6].astype(bool).tolist(), strict=True))
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: list) -> None:
+        self._commands, self.command_table = value, None
+
+    @property
+    def completed(self) -> list[tuple[int, int, bool]]:
+        """Every completed transaction: (completion cycle, latency, is_write)."""
+        if self._completed is None:
+            table = self.completed_table
+            self._completed = list(zip(*table[:, :2].T.tolist(), table[:, 2].astype(bool).tolist(), strict=True))
+        return self._completed
+
+    def set_logs(self, command_table: np.ndarray, completed_table: np.ndarray) -> None:
+        """Take the logs as arrays (the compiled engine's); the lists are built only if asked for."""
+        self._commands, self.command_table = None, command_table
+        self._completed, self.completed_table = None, completed_table
+
     def command_array(self) -> np.ndarray:
         """The command log as an (n, 7) int64 array (cycle, cmd, rank, bank, row, column, hit), cached."""
         table = self.command_table
-        if table is None or len(table) != len(self.commands):
-            table = self.command_table = np.array(self.commands, dtype=np.int64).reshape(-1, 7)
+        if self._commands is not None and (table is None or len(table) != len(self._commands)):
+            table = self.command_table = np.array(self._commands, dtype=np.int64).reshape(-1, 7)
+        return table
+
+    def completed_array(self) -> np.ndarray:
+        """The completions as an (n, 3) int64 array (cycle, latency, is_write), cached."""
+        table = self.completed_table
+        if self._completed is not None and (table is None or len(table) != len(self._completed)):
+            table = self.completed_table = np.array(self._completed, dtype=np.int64).reshape(-1, 3)
         return table
 
     # ---- frontend side
@@ -79,8 +127,9 @@ class ChannelController:
         """Room in the transaction queue this request would enter."""
         if self.unified:
             return len(self.read_queue) < self.capacity
-        queue = self.write_buffer if is_write else self.read_queue
-        return len(queue) < self.capacity
+        if is_write:
+            return len(self.write_buffer) < self.write_capacity
+        return len(self.read_queue) < self.capacity
 
     def add(self, trans: Transaction, clk: int) -> None:
         """Accept a transaction that the tick at `clk` will see first (DRAMSim3's AddTransaction)."""
@@ -113,7 +162,8 @@ class ChannelController:
 
     def _complete(self, trans: Transaction, cycle: int) -> None:
         trans.complete_cycle = cycle
-        self.completed.append((cycle, cycle - trans.added_cycle, trans.is_write))
+        log = self._completed if self._completed is not None else self.completed  # (builds the list if needed)
+        log.append((cycle, cycle - trans.added_cycle, trans.is_write))
         if self.on_complete is not None:
             self.on_complete(trans)
 
@@ -121,7 +171,8 @@ class ChannelController:
     def tick(self, clk: int) -> None:
         """Simulate cycle `clk`, then set `next_wake`."""
         if clk >= self.refresh.next_due:
-            self.refresh_queue.extend(self.refresh.due(clk))
+            sleeping = self.power.in_self_refresh() if self.power is not None else None
+            self.refresh_queue.extend(self.refresh.due(clk, sleeping))
         issued = None
         if self.refresh_queue:
             issued = self._refresh_step(clk)
@@ -130,6 +181,16 @@ class ChannelController:
             if found is not None:
                 issued = found[0]
                 self._issue(found[0], found[1], clk)
+        if issued is None and self.row_closer is not None:
+            idle = self.row_closer.candidate(clk)
+            if idle is not None:
+                self._log_and_apply(PRE, idle[0], idle[1], -1, -1, clk, False)
+                issued = PRE
+        if issued is None and self.power is not None:
+            step = self.power.command(clk)
+            if step is not None:
+                issued = step[0]
+                self._log_and_apply(step[0], step[1], step[2], -1, -1, clk, False)
         if issued is not None:
             if self.dual_issue:
                 self._second_command(issued, clk)
@@ -138,6 +199,8 @@ class ChannelController:
         if not self.skip_idle:
             self.cmdq.dirty = True
         moved = self._schedule_transaction()
+        if self.power is not None:
+            self.power.update(clk, self.refresh_queue)
         if moved or not self.skip_idle:
             self.next_wake = clk + 1
         else:
@@ -156,26 +219,30 @@ class ChannelController:
         cmd, rank, bank = self.refresh_queue[0]
         self.cmdq.begin_refresh(cmd, rank, bank)
         st = self.state
-        if cmd == REF:
-            ready = st.rank_ready(REF, rank, clk)
+        if cmd in (REF, RFM):
+            ready = st.rank_ready(cmd, rank, clk)
+        elif cmd == REFSB:
+            ready = st.same_bank_ready(cmd, bank, clk)
         else:
             req = st.required(REFB, bank, -1)
             ready = (req, bank) if clk >= st.earliest[bank * N_CMD + req] else None
         if ready is None:
             return None
         req, target = ready
-        if req == PRE:
-            self._log_and_apply(PRE, rank, target, -1, -1, clk, False)
-            return PRE
+        if req in (PRE, PD_EXIT):  # close the rank's rows, or wake it from power-down, first
+            self._log_and_apply(req, rank, target if req == PRE else rank * self.spec.banks, -1, -1, clk, False)
+            return req
         self.refresh_queue.pop(0)
         self.cmdq.end_refresh()
         self._log_and_apply(cmd, rank, bank, -1, -1, clk, False)
+        if cmd == RFM:
+            self.rfm.issued(rank)
         return cmd
 
     def _issue(self, req: int, qc: QueuedCommand, clk: int) -> None:
         addr = qc.addr
         if req in READS:
-            data = self.store.read(addr) if self.store is not None else None
+            data = self.store.read(self.mapping.wrap(addr)) if self.store is not None else None
             for trans in self.pending_reads.pop(addr):
                 trans.data = data
                 self._complete(trans, clk + self.read_delay)
@@ -183,28 +250,34 @@ class ChannelController:
             trans = self.pending_writes.pop(addr)
             data = self.pending_write_data.pop(addr)
             if self.store is not None and data is not None:
-                self.store.write(addr, data)
+                self.store.write(self.mapping.wrap(addr), data)
             self.write_latencies.append(clk - trans.added_cycle + self.write_delay)
         hit = req in COLUMN_CMDS and self.state.row_hits[qc.bank] != 0
         self._log_and_apply(req, qc.rank, qc.bank, qc.row, qc.column, clk, hit)
 
     def _log_and_apply(self, cmd: int, rank: int, bank: int, row: int, column: int, clk: int, hit: bool) -> None:
-        self.commands.append((clk, cmd, rank, bank, row, column, hit))
+        log = self._commands if self._commands is not None else self.commands  # (builds the list if needed)
+        log.append((clk, cmd, rank, bank, row, column, hit))
         self.state.issue(cmd, bank, row, rank, clk)
         if cmd not in PLAIN_COLUMN:
             self.power_dirty = True
-        if cmd == REF:
+        if cmd in RANK_CMDS:
             for b in range(rank * self.spec.banks, (rank + 1) * self.spec.banks):
                 self.cmdq.bank_changed(rank, b)
+        elif cmd == REFSB:
+            for b in self.state.same_index_banks(bank):
+                self.cmdq.bank_changed(rank, b)
+        elif cmd == ACT and self.rfm is not None and self.rfm.activated(rank, bank):
+            self.refresh_queue.append((RFM, rank, rank * self.spec.banks))
         else:
             self.cmdq.bank_changed(rank, bank)
 
     def _note_power(self, clk: int) -> None:
         st = self.state
         self.power_dirty = False
-        idle = tuple(n == 0 for n in st.open_banks_in_rank)
-        if idle != self.power_runs[-1][1]:
-            self.power_runs.append((clk, idle))
+        states = tuple(POWER_STATE_CODE[st.rank_power_state(r)] for r in range(self.spec.ranks))
+        if states != self.power_runs[-1][1]:
+            self.power_runs.append((clk, states))
 
     def _schedule_transaction(self) -> bool:
         """Move at most one transaction to its command queue; True if anything changed.
@@ -222,9 +295,9 @@ class ChannelController:
             moved = self._move_first(self.read_queue)
         elif self.write_draining > 0:
             moved = self._move_first(self.write_buffer)
-            if not moved and self.write_draining == 0 and self._drain_due():
+            if not moved and self.write_draining == 0 and self.jedec and self._drain_due():
                 # The write that fits waits for an older read still in the read queue. DRAMSim3 restarts the
-                # drain every cycle and livelocks here; memsim lets that cycle move a read instead.
+                # drain every cycle and livelocks here (dramsim3 mode does too); jedec mode moves a read instead.
                 moved = self._move_first(self.read_queue)
         else:
             moved = self._move_first(self.read_queue)
@@ -237,7 +310,7 @@ class ChannelController:
         n = len(self.write_buffer)
         if self.flushing and n:
             return True
-        return n >= self.capacity or (n > self.spec.write_drain_threshold and self.cmdq.count == 0)
+        return n >= self.write_capacity or (n > self.spec.write_drain_threshold and self.cmdq.count == 0)
 
     def _move_first(self, queue: list[Transaction]) -> bool:
         """Move the oldest transaction whose command queue has room; a write blocked by a read stops the drain."""
@@ -270,11 +343,17 @@ class ChannelController:
         if self.refresh_queue:
             cmd, rank, bank = self.refresh_queue[0]
             st = self.state
-            if cmd == REF:
-                at = st.rank_ready_at(REF, rank)
+            if cmd in (REF, RFM):
+                at = st.rank_ready_at(cmd, rank)
+            elif cmd == REFSB:
+                at = st.same_bank_ready_at(cmd, bank)
             else:
                 at = st.earliest[bank * N_CMD + st.required(REFB, bank, -1)]
             best = min(best, at)
         if self.cmdq.count:
             best = min(best, self.cmdq.ready_at())
+        if self.row_closer is not None:
+            best = min(best, self.row_closer.ready_at())
+        if self.power is not None:
+            best = min(best, self.power.next_event())
         return max(best, clk + 1)

@@ -26,8 +26,13 @@ from memsim.transaction import Transaction
 class MemorySystem:
     """Channels, their shared address mapping and (optionally) the functional backing store."""
 
-    def __init__(self, spec: DramSpec | str | Path, functional: bool = True) -> None:
-        self.spec = spec if isinstance(spec, DramSpec) else load_spec(spec)
+    def __init__(self, spec: DramSpec | str | Path, functional: bool = True, mode: str | None = None,
+                 strict: bool = False, wrap: bool = False) -> None:  # fmt: skip
+        """`spec`: a DramSpec, a DRAMSim3 .ini path or a preset name; `mode` ("dramsim3" / "jedec") overrides
+        the config's (see `load_spec`); `strict` makes config problems errors; `wrap` takes addresses beyond
+        the capacity modulo the capacity, as DRAMSim3 does (default: such an address is an error)."""
+        self.spec = load_spec(spec, mode=mode, strict=strict)
+        self.wrap = wrap
         self.mapping = build_address_mapping(self.spec)
         self.constraints = build_constraints(self.spec)
         windows = build_windows(self.spec)
@@ -48,7 +53,7 @@ class MemorySystem:
         return self.spec.request_size_bytes
 
     def channel_of(self, addr: int) -> int:
-        return self.mapping.decode(addr).channel
+        return self.mapping.decode(self.mapping.wrap(addr)).channel
 
     def will_accept(self, addr: int, is_write: bool) -> bool:
         """Whether `add_transaction` would be accepted now (its transaction queue has room)."""
@@ -57,7 +62,10 @@ class MemorySystem:
     def add_transaction(self, addr: int, is_write: bool, data: bytes | None = None,
                         callback: Callable[[Transaction], Any] | None = None, tag: Any = None) -> Transaction:  # fmt: skip
         """Queue a request (check `will_accept` first); its callback fires when it completes."""
-        self.mapping.check(addr)
+        if self.wrap:
+            addr = self.mapping.wrap(addr)
+        else:
+            self.mapping.check(addr)
         ctrl = self.channels[self.channel_of(addr)]
         if not ctrl.will_accept(is_write):
             raise MemsimError(f"channel {ctrl.channel} transaction queue is full at cycle {self.clk}; "
@@ -148,6 +156,8 @@ class MemorySystem:
         """The data a read of `addr` would return now (buffered write data included), without timing."""
         if self.store is None:
             raise MemsimError("peek needs functional=True")
+        if self.wrap:
+            addr = self.mapping.wrap(addr)
         ctrl = self.channels[self.channel_of(addr)]
         if addr in ctrl.pending_writes:
             data = ctrl.pending_write_data[addr]

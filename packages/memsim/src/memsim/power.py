@@ -17,7 +17,8 @@ class EnergyModel:
     read: float
     write: float
     ref: float
-    refb: float
+    refb: float  # also a DDR5 same-bank refresh (IDD5PB over tRFCb)
+    rfm: float  # DDR5 all-bank RFM: IDD5AB over tRFM
     act_standby: float  # per cycle, any bank of the rank open
     pre_standby: float  # per cycle, all banks closed
     pre_powerdown: float
@@ -33,6 +34,7 @@ class EnergyModel:
             write=vdd * (p["IDD4W"] - idd3n) * spec.burst_cycle * devices,
             ref=vdd * (p["IDD5AB"] - idd3n) * t["tRFC"] * devices,
             refb=vdd * (p["IDD5PB"] - idd3n) * t["tRFCb"] * devices,
+            rfm=vdd * (p["IDD5AB"] - idd3n) * t["tRFM"] * devices,
             act_standby=vdd * idd3n * devices,
             pre_standby=vdd * idd2n * devices,
             pre_powerdown=vdd * p["IDD2P"] * devices,

@@ -7,7 +7,7 @@ row with pending hits waits unless the row has already served 4 hits. `fcfs` ser
 in order.
 """
 
-from memsim.channel_state import CLOSED, OPEN, ChannelState
+from memsim.channel_state import CLOSED, EXIT_OF, OPEN, ChannelState
 from memsim.commands import N_CMD, WRITES, Cmd
 
 ACT, PRE = Cmd.ACTIVATE, Cmd.PRECHARGE
@@ -53,7 +53,7 @@ def _required(qc: QueuedCommand, state: ChannelState) -> int:
     st = state.state[qc.bank]
     if st == OPEN:
         return qc.cmd if qc.row == state.open_row[qc.bank] else PRE
-    return ACT if st == CLOSED else Cmd.SREF_EXIT
+    return ACT if st == CLOSED else EXIT_OF[st]
 
 
 class FrFcfsScheduler:

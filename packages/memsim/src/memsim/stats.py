@@ -36,14 +36,20 @@ def histogram_bins(name: str, values: Counter) -> dict[str, int]:
     return dict(zip(labels, bins, strict=True))
 
 
+def _counts(values) -> Counter:
+    """value -> occurrences (numpy's unique: much faster than Counter on long logs)."""
+    keys, counts = np.unique(np.asarray(values, dtype=np.int64), return_counts=True)
+    return Counter(dict(zip(keys.tolist(), counts.tolist(), strict=True)))
+
+
 def _average(values: Counter) -> float:
     count = sum(values.values())
     return sum(v * c for v, c in values.items()) / count if count else 0.0
 
 
-def _power_cycles(ctrl: ChannelController, start: int, end: int, ranks: int) -> tuple[list[int], list[int]]:
-    """(active cycles, all-bank-idle cycles) per rank within [start, end)."""
-    active, idle = [0] * ranks, [0] * ranks
+def _power_cycles(ctrl: ChannelController, start: int, end: int, ranks: int) -> list[list[int]]:
+    """Cycles per power state (ACTIVE, IDLE, SELF_REFRESH, POWER_DOWN) per rank within [start, end)."""
+    cycles = [[0] * ranks for _ in range(4)]
     runs = ctrl.power_runs
     for i, (begin, state) in enumerate(runs):
         stop = runs[i + 1][0] if i + 1 < len(runs) else end
@@ -51,11 +57,8 @@ def _power_cycles(ctrl: ChannelController, start: int, end: int, ranks: int) -> 
         if hi <= lo:
             continue
         for r in range(ranks):
-            if state[r]:
-                idle[r] += hi - lo
-            else:
-                active[r] += hi - lo
-    return active, idle
+            cycles[state[r]][r] += hi - lo
+    return cycles
 
 
 def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoch_num: int = 0) -> dict[str, Any]:
@@ -71,34 +74,53 @@ def channel_stats(ctrl: ChannelController, num_cycles: int, start: int = 0, epoc
     hits = window[window[:, 2] == 1]
     out["num_read_row_hits"] = int(np.isin(hits[:, 1], (Cmd.READ, Cmd.READ_PRECHARGE)).sum())
     out["num_write_row_hits"] = int(np.isin(hits[:, 1], (Cmd.WRITE, Cmd.WRITE_PRECHARGE)).sum())
-    done = [t for t in ctrl.completed if start <= t[0] < num_cycles]
-    read_lat = Counter(latency for _, latency, is_write in done if not is_write)
+    done = ctrl.completed_array()
+    done = done[(done[:, 0] >= start) & (done[:, 0] < num_cycles)]
+    read_lat = _counts(done[done[:, 2] == 0, 1])
     out["num_reads_done"] = sum(read_lat.values())
-    out["num_writes_done"] = sum(1 for t in done if t[2])
+    out["num_writes_done"] = int(done[:, 2].sum())
     out["num_write_buf_hits"] = 0
     out["num_ondemand_pres"] = ctrl.cmdq.scheduler.ondemand_precharges if start == 0 else None
     out["hbm_dual_cmds"] = sum(1 for c in ctrl.dual_issue_cycles if start <= c < num_cycles)
-    histos = {"read_latency": read_lat, "write_latency": Counter(ctrl.write_latencies),
-              "interarrival_latency": Counter(ctrl.interarrivals)}  # fmt: skip
+    histos = {"read_latency": read_lat, "write_latency": _counts(ctrl.write_latencies),
+              "interarrival_latency": _counts(ctrl.interarrivals)}  # fmt: skip
     for name, values in histos.items():
         out[name] = {str(k): v for k, v in sorted(values.items())} or None
         out.update(histogram_bins(name, values))
-    active, idle = _power_cycles(ctrl, start, num_cycles, spec.ranks)
-    out["rank_active_cycles"] = {str(r): active[r] for r in range(spec.ranks)}
-    out["all_bank_idle_cycles"] = {str(r): idle[r] for r in range(spec.ranks)}
-    out["sref_cycles"] = {str(r): 0 for r in range(spec.ranks)}
+    active, idle, sref, pd = _power_cycles(ctrl, start, num_cycles, spec.ranks)
+    per_rank = lambda values, scale=1: {str(r): values[r] * scale for r in range(spec.ranks)}  # noqa: E731
+    out["rank_active_cycles"] = per_rank(active)
+    out["all_bank_idle_cycles"] = per_rank(idle)
+    out["sref_cycles"] = per_rank(sref)
     out["act_energy"] = out["num_act_cmds"] * energy.act
     out["read_energy"] = out["num_read_cmds"] * energy.read
     out["write_energy"] = out["num_write_cmds"] * energy.write
     out["ref_energy"] = out["num_ref_cmds"] * energy.ref
     out["refb_energy"] = out["num_refb_cmds"] * energy.refb
-    out["act_stb_energy"] = {str(r): active[r] * energy.act_standby for r in range(spec.ranks)}
-    out["pre_stb_energy"] = {str(r): idle[r] * energy.pre_standby for r in range(spec.ranks)}
-    out["sref_energy"] = {str(r): 0.0 for r in range(spec.ranks)}
-    background = sum(out["act_stb_energy"].values()) + sum(out["pre_stb_energy"].values())
+    out["act_stb_energy"] = per_rank(active, energy.act_standby)
+    out["pre_stb_energy"] = per_rank(idle, energy.pre_standby)
+    out["sref_energy"] = per_rank(sref, energy.self_refresh)
+    background = 0.0
+    for r in map(str, range(spec.ranks)):  # DRAMSim3's order of summation, so that the floats are identical
+        background += out["act_stb_energy"][r] + out["pre_stb_energy"][r] + out["sref_energy"][r]
+    extra = 0.0  # energy of memsim's own commands, beyond DRAMSim3's (their stats appear only when enabled)
+    if spec.refresh_policy == "SAME_BANK":
+        out["num_refsb_cmds"] = int(counts[Cmd.REFRESH_SAME_BANK])
+        out["refsb_energy"] = out["num_refsb_cmds"] * energy.refb
+        extra += out["refsb_energy"]
+    if spec.t("RAAIMT"):
+        out["num_rfm_cmds"] = int(counts[Cmd.RFM])
+        out["rfm_energy"] = out["num_rfm_cmds"] * energy.rfm
+        extra += out["rfm_energy"]
+    if spec.enable_power_down:
+        out["num_pde_cmds"] = int(counts[Cmd.PD_ENTER])
+        out["num_pdx_cmds"] = int(counts[Cmd.PD_EXIT])
+        out["pd_cycles"] = per_rank(pd)
+        out["pre_pd_energy"] = per_rank(pd, energy.pre_powerdown)
+        background += sum(out["pre_pd_energy"].values())
     total = sum(out[k] for k in ("act_energy", "read_energy", "write_energy", "ref_energy", "refb_energy"))
     cycles = max(1, num_cycles - start)
-    out["total_energy"] = total + background
+    out["total_energy"] = total + background + extra
     out["average_power"] = out["total_energy"] / cycles
     out["average_bandwidth"] = (
         (out["num_reads_done"] + out["num_writes_done"]) * spec.request_size_bytes / (cycles * spec.tCK_ns)

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from memsim.commands import N_CMD, Cmd
+from memsim.config_keys import PPD_PROTOCOLS
 from memsim.spec import DramSpec
 
-SCOPES = ("same_bank", "same_bankgroup", "other_bankgroup", "other_rank", "same_rank")
+SCOPES = ("same_bank", "same_bankgroup", "other_bankgroup", "other_rank", "same_rank", "same_index")
 RD, WR, RDA, WRA = Cmd.READ, Cmd.WRITE, Cmd.READ_PRECHARGE, Cmd.WRITE_PRECHARGE
-ACT, PRE, REF, REFB, SRE, SRX = (Cmd.ACTIVATE, Cmd.PRECHARGE, Cmd.REFRESH, Cmd.REFRESH_BANK, Cmd.SREF_ENTER,
-                                 Cmd.SREF_EXIT)  # fmt: skip
+ACT, PRE, REF, REFB, SRE, SRX, PDE, PDX = (Cmd.ACTIVATE, Cmd.PRECHARGE, Cmd.REFRESH, Cmd.REFRESH_BANK,
+                                           Cmd.SREF_ENTER, Cmd.SREF_EXIT, Cmd.PD_ENTER, Cmd.PD_EXIT)  # fmt: skip
+REFSB, RFM = Cmd.REFRESH_SAME_BANK, Cmd.RFM
 NEVER = -(1 << 40)  # "no constraint" offset: clk + NEVER is always in the past
 
 
@@ -59,7 +61,7 @@ def build_constraints(spec: DramSpec) -> list[TimingConstraint]:
     w2r_l = (t("write_delay") + t("tWTR_S" if single_bg else "tWTR_L"), "WL + BL/2 + tWTR_L")
     w2r_s = (t("write_delay") + t("tWTR_S"), "WL + BL/2 + tWTR_S")
     w2r_o = (t("write_delay") + bc + t("tRTRS") - t("read_delay"), "WL + BL/2 + tRTRS - RL")
-    w2w_l = rr_l
+    w2w_l = rr_l if single_bg or not t("tCCD_L_WR") else (max(bc, t("tCCD_L_WR")), "max(BL/2, tCCD_L_WR)")
     w2w_s = rr_s
     w2w_o = (bc, "BL/2")
     w2p = (t("WL") + bc + t("tWR"), "WL + BL/2 + tWR")
@@ -92,18 +94,60 @@ def build_constraints(spec: DramSpec) -> list[TimingConstraint]:
         # row commands
         ("same_bank", ACT, (ACT,), (t("tRC"), "tRC")), ("same_bank", ACT, (RD, RDA), a2r),
         ("same_bank", ACT, (WR, WRA), a2w), ("same_bank", ACT, (PRE,), (t("tRAS"), "tRAS")),
-        ("same_bankgroup", ACT, (ACT,), a2a_l), ("same_bankgroup", ACT, (REFB,), (t("tRC"), "tRC")),
-        ("other_bankgroup", ACT, (ACT,), a2a_s), ("other_bankgroup", ACT, (REFB,), (t("tRC"), "tRC")),
+        ("same_bankgroup", ACT, (ACT,), a2a_l), ("other_bankgroup", ACT, (ACT,), a2a_s),
         ("same_bank", PRE, (ACT, REF, REFB, SRE), (t("tRP"), "tRP")),
         # refresh and self refresh
-        ("same_rank", REF, (ACT, REF, SRE), (t("tRFC"), "tRFC")),
-        ("same_bank", REFB, (ACT, REFB), (t("tRFCb"), "tRFCb")),
-        ("same_bankgroup", REFB, (ACT, REFB), (t("tRRD_S"), "tRRD_S")),
-        ("other_bankgroup", REFB, (ACT, REFB), (t("tRRD_S"), "tRRD_S")),
+        ("same_rank", REF, (ACT, REF, SRE, PDE), (t("tRFC"), "tRFC")),
         ("same_rank", SRE, (SRX,), (t("tCKESR"), "tCKESR")),
-        ("same_rank", SRX, (ACT, REF, REFB, SRE), (t("tXS"), "tXS")),
+        ("same_rank", SRX, (ACT, REF, REFB, SRE, PDE), (t("tXS"), "tXS")),
+        # precharge power-down (JEDEC DDR4 4.17): entry after the last command's data and recovery, at least tCKE
+        # in it, tXP from exit to any command; entered only with every bank closed (so after a WR the PRE's
+        # write recovery already covers tWRPDEN)
+        ("same_bank", PRE, (PDE,), (1, "tPRPDEN")),
+        ("same_bank", RD, (PDE,), (t("RL") + bc + 1, "tRDPDEN = RL + BL/2 + 1")),
+        ("same_bank", RDA, (PDE,), (t("RL") + bc + 1, "tRDPDEN = RL + BL/2 + 1")),
+        ("same_bank", WRA, (PDE,), (t("WL") + bc + t("tWR") + 1, "tWRAPDEN = WL + BL/2 + tWR + 1")),
+        ("same_bank", REFB, (PDE,), (t("tRFCb"), "tRFCb")),
+        ("same_rank", PDE, (PDX,), (t("tCKE"), "tCKE")),
+        ("same_rank", PDX, (ACT, REF, REFB, SRE, PDE), (t("tXP"), "tXP")),
     ]  # fmt: skip
-    if spec.is_gddr or spec.protocol.startswith("LPDDR4"):
+    if spec.mode == "dramsim3":
+        # DRAMSim3 applies REFRESH_BANK's other-bank lists (ACT after tRFC, REFB after tREFI) and nothing to the
+        # refreshed bank itself (its same-rank list, tRFCb, is never applied): reproduced, not JEDEC; an ACT
+        # holds per-bank refreshes of the other banks for tRC
+        for other in ("same_bankgroup", "other_bankgroup"):
+            rows += [(other, REFB, (ACT,), (t("tRFC"), "tRFC (DRAMSim3)")),
+                     (other, REFB, (REFB,), (t("tREFI"), "tREFI (DRAMSim3)")),
+                     (other, ACT, (REFB,), (t("tRC"), "tRC (DRAMSim3)"))]  # fmt: skip
+    else:
+        # JEDEC per-bank refresh (LPDDR4/5 REFpb, HBM3 REFpb; rules as Ramulator 2's HBM3 and LPDDR5): tRFCb on the
+        # refreshed bank; another bank's REFpb after tRREFD (LPDDR5 tpbR2pbR), its ACT after tPBR2ACT (LPDDR5
+        # tpbr2act; HBM3: tRREFD); an ACT holds another bank's REFpb for tRRD_S
+        pbr2pbr = (t("tRREFD"), "tRREFD") if t("tRREFD") else (t("tRRD_S"), "tRRD_S")
+        pbr2act = (t("tPBR2ACT"), "tPBR2ACT") if t("tPBR2ACT") else pbr2pbr
+        rows += [("same_bank", REFB, (ACT, REFB), (t("tRFCb"), "tRFCb"))]
+        for other in ("same_bankgroup", "other_bankgroup"):
+            rows += [(other, REFB, (REFB,), pbr2pbr), (other, REFB, (ACT,), pbr2act), (other, ACT, (REFB,), a2a_s)]
+    if spec.protocol == "DDR5" or spec.refresh_policy == "SAME_BANK":
+        # DDR5 same-bank refresh (JESD79-5; constraints as Ramulator 2's DDR5): REFsb refreshes one bank index in
+        # every bank group; those banks wait tRFCsb (memsim's tRFCb) to activate or refresh again, the rank's
+        # all-bank commands too; it needs them closed (tRC after ACT, tRP after PRE)
+        r2refsb = ("same_bank", REFSB, (ACT, REFSB), (t("tRFCb"), "tRFCsb (tRFCb)"))
+        rows += [r2refsb, ("same_index", *r2refsb[1:]),
+                 ("same_rank", REFSB, (REF, RFM, SRE, PDE), (t("tRFCb"), "tRFCsb (tRFCb)")),
+                 ("same_bank", ACT, (REFSB,), (t("tRC"), "tRC")), ("same_bank", PRE, (REFSB,), (t("tRP"), "tRP")),
+                 ("same_bank", RDA, (REFSB,), r2a), ("same_bank", WRA, (REFSB,), w2a),
+                 ("same_rank", REF, (REFSB,), (t("tRFC"), "tRFC")), ("same_rank", SRX, (REFSB,), (t("tXS"), "tXS")),
+                 ("same_rank", PDX, (REFSB,), (t("tXP"), "tXP"))]  # fmt: skip
+    if spec.protocol == "DDR5" or t("RAAIMT"):
+        # DDR5 refresh management, all-bank RFM (as Ramulator 2's DDR5_RFM: the same rules as REFab, for tRFM)
+        rows += [("same_rank", RFM, (ACT, REF, RFM, SRE, PDE), (t("tRFM"), "tRFM")),
+                 ("same_bank", PRE, (RFM,), (t("tRP"), "tRP")), ("same_bank", RDA, (RFM,), r2a),
+                 ("same_bank", WRA, (RFM,), w2a), ("same_rank", REF, (RFM,), (t("tRFC"), "tRFC")),
+                 ("same_rank", SRX, (RFM,), (t("tXS"), "tXS")), ("same_rank", PDX, (RFM,), (t("tXP"), "tXP"))]  # fmt: skip
+        if spec.protocol == "DDR5" or spec.refresh_policy == "SAME_BANK":
+            rows += [("same_rank", RFM, (REFSB,), (t("tRFM"), "tRFM"))]
+    if spec.is_gddr or spec.protocol in PPD_PROTOCOLS:
         rows += [("same_bankgroup", PRE, (PRE,), (t("tPPD"), "tPPD")),
                  ("other_bankgroup", PRE, (PRE,), (t("tPPD"), "tPPD"))]  # fmt: skip
     return [TimingConstraint(scope, pre, fol, lat, rule) for scope, pre, fols, (lat, rule) in rows for fol in fols]
@@ -125,8 +169,9 @@ def _scope_masks(spec: DramSpec) -> dict[str, np.ndarray]:
     same_r = r[:, None] == r[None, :]
     same_g = same_r & (g[:, None] == g[None, :])
     same_b = same_g & (b[:, None] == b[None, :])
+    same_index = same_r & ~same_g & (b[:, None] == b[None, :])  # DDR5 REFsb's banks in the other bank groups
     return {"same_bank": same_b, "same_bankgroup": same_g & ~same_b, "other_bankgroup": same_r & ~same_g,
-            "other_rank": ~same_r, "same_rank": same_r}  # fmt: skip
+            "other_rank": ~same_r, "same_rank": same_r, "same_index": same_index}  # fmt: skip
 
 
 def compile_offsets(spec: DramSpec, constraints: list[TimingConstraint]) -> np.ndarray:

@@ -2,9 +2,11 @@
 
 The frontend behaves as DRAMSim3's `TraceBasedCPU`: it holds one line at a time, offers it once the
 clock reaches its cycle, and at most one request enters per cycle; a refused line waits (and blocks
-the lines after it). Two end-of-file quirks of the C++ stream reading are reproduced because they
-change counts: a last line that ends with a newline is followed by one extra read of the same address
-(offered once), and a last line without a newline is offered only once.
+the lines after it). Two end-of-file quirks of the C++ stream reading are reproduced for DRAMSim3 traces
+because they change counts: a last line that ends with a newline is followed by one extra read of the same
+address (offered once), and a last line without a newline is offered only once. Addresses may be 64-bit
+(Valgrind, Pin); one beyond the memory's capacity is an error unless the system wraps (`wrap=True`,
+`--wrap`), as DRAMSim3 does. Other formats (Ramulator 2's) are read by `memsim.trace_formats`.
 """
 
 import os
@@ -31,6 +33,7 @@ class Trace:
     cycles: np.ndarray
     ends_with_newline: bool
     source: str = "<trace>"
+    eof_quirks: bool = True  # DRAMSim3's end-of-file behaviour (see the module docstring); False: every line once
 
     def __len__(self) -> int:
         return len(self.addrs)
@@ -79,18 +82,50 @@ def _parse_lines(text: str, source: str) -> Trace:
             raise MemsimError(
                 f"{source}:{lineno}: malformed trace line {line!r}; expected '0xADDR READ|WRITE CYCLE'"
             ) from None
+        if addr >= 1 << 64:
+            raise MemsimError(f"{source}:{lineno}: address {parts[0]} has more than 64 bits")
         addrs.append(addr)
         writes.append(op in WRITE_OPS)
         cycles.append(cycle)
-    return Trace(np.array(addrs, dtype=np.int64), np.array(writes, dtype=bool), np.array(cycles, dtype=np.int64),
+    return Trace(address_array(addrs), np.array(writes, dtype=bool), np.array(cycles, dtype=np.int64),
                  text.endswith("\n"), source)  # fmt: skip
 
 
-def read_trace(path: str | Path) -> Trace:
+def address_array(addrs: list[int]) -> np.ndarray:
+    """Byte addresses as int64, or uint64 when one needs all 64 bits (wrapped to the capacity before use)."""
+    if addrs and max(addrs) >= 1 << 63:
+        if max(addrs) >= 1 << 64:
+            raise MemsimError(f"address {max(addrs):#x} has more than 64 bits")
+        return np.array(addrs, dtype=np.uint64)
+    return np.array(addrs, dtype=np.int64)
+
+
+def format_trace(trace: Trace) -> str:
+    """A trace as DRAMSim3 trace text (`0xADDR READ|WRITE CYCLE` lines, newline-terminated)."""
+    ops = np.where(trace.is_write, "WRITE", "READ")
+    return "".join(f"{a:#x} {o} {c}\n" for a, o, c in zip(trace.addrs.tolist(), ops.tolist(), trace.cycles.tolist(),
+                                                             strict=True))  # fmt: skip
+
+
+TRACE_FORMATS = ("auto", "dramsim3", "ramulator2")
+
+
+def read_trace(path: str | Path, fmt: str = "auto", spec=None) -> Trace:
+    """Read a trace file in DRAMSim3's format or Ramulator 2's (`memsim.trace_formats`); "auto" tells them apart
+    by the first line. A Ramulator 2 read/write trace gives DRAM coordinates, so it needs the `spec`."""
+    if fmt not in TRACE_FORMATS:
+        raise MemsimError(f"trace format {fmt!r}; allowed: {', '.join(TRACE_FORMATS)}")
     path = Path(path)
     if not path.is_file():
         raise MemsimError(f"trace file {path} does not exist")
-    return parse_trace_text(path.read_text(), source=str(path))
+    text = path.read_text()
+    from memsim.trace_formats import detect_format, parse_ramulator2_text
+
+    if fmt == "auto":
+        fmt = detect_format(text)
+    if fmt == "ramulator2":
+        return parse_ramulator2_text(text, spec, source=str(path))
+    return parse_trace_text(text, source=str(path))
 
 
 class TraceFrontend:
@@ -98,21 +133,28 @@ class TraceFrontend:
 
     def __init__(self, system: MemorySystem, trace: Trace, check_capacity: bool = True) -> None:
         self.system = system
-        self.addrs = trace.addrs.tolist()
+        addrs = trace.addrs
+        # wrapped, an address keeps its identity (as in DRAMSim3: no merging or forwarding between two addresses
+        # that differ above the capacity) and is decoded without its high bits
+        if check_capacity and not system.wrap and len(trace):
+            system.mapping.check(int(addrs.max()))
+        locations = system.mapping.wrap_array(addrs) if system.wrap else addrs.astype(np.int64)
+        self.addrs = addrs.tolist()
         self.writes = trace.is_write.tolist()
         self.cycles = trace.cycles.tolist()
-        if check_capacity and len(trace):
-            system.mapping.check(int(trace.addrs.max()))
-        if trace.ends_with_newline and self.addrs:
+        if trace.eof_quirks and trace.ends_with_newline and self.addrs:
             self.addrs.append(self.addrs[-1])
             self.writes.append(False)
             self.cycles.append(self.cycles[-1])
         self.n = len(self.addrs)
-        self.one_shot = self.n - 1 if self.n else -1  # the last entry is offered only once
+        self.one_shot = self.n - 1 if self.n and trace.eof_quirks else -1  # the last entry is offered only once
         self.index = 0
         if self.one_shot == 0 and self.cycles[0] > 0:
             self.index = self.n  # read at cycle 0, not yet due, then end of file: never offered
-        self.channel_of = system.mapping.decode_array(np.asarray(self.addrs, dtype=np.int64))["ch"].tolist()
+        if trace.eof_quirks and trace.ends_with_newline and len(locations):
+            locations = np.append(locations, locations[-1])
+        self.locations = locations
+        self.channel_of = system.mapping.decode_array(locations)["ch"].tolist()
 
     def run(self, num_cycles: int, progress=None, engine: str = "auto") -> None:
         """Simulate cycles [system.clk, num_cycles); `progress(cycle)` is called now and then.
@@ -146,7 +188,7 @@ class TraceFrontend:
 
     def _use_compiled(self, engine: str) -> bool:
         from memsim.compiled import available
-        from memsim.compiled.bridge import is_fresh
+        from memsim.compiled.bridge import is_fresh, unsupported
 
         if engine == "auto":
             engine = os.environ.get("MEMSIM_ENGINE", "auto")
@@ -154,13 +196,15 @@ class TraceFrontend:
             raise MemsimError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
         if engine == "python":
             return False
-        usable = available() and is_fresh(self)
+        missing = unsupported(self.system.spec)
+        usable = available() and is_fresh(self) and missing is None
         if engine == "compiled" and not usable:
-            why = (
-                "numba is not installed (pip install 'memsim[fast]')"
-                if not available()
-                else "the system has already simulated or queued something (the compiled engine starts fresh)"
-            )
+            if not available():
+                why = "numba is not installed (pip install 'memsim[fast]')"
+            elif missing is not None:
+                why = f"it does not model {missing}"
+            else:
+                why = "the system has already simulated or queued something (the compiled engine starts fresh)"
             raise MemsimError(f"engine 'compiled' cannot run: {why}; use engine='python'")
         return usable
 

@@ -7,6 +7,7 @@ from omegaconf import OmegaConf
 from rich.console import Console
 from rich.table import Table
 
+from zaya_config.cli_errors import fail
 from zaya_config.compose import BASE_CONFIG, compose
 from zaya_config.errors import ZayaConfigError
 from zaya_config.profiles import hardware, hardware_names
@@ -18,11 +19,6 @@ hardware_app = typer.Typer(
 console = Console()
 
 
-def _fail(err: ZayaConfigError) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {err}", markup=True, highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
-
-
 @config_app.command("show")
 def show_config(
     overrides: list[str] = typer.Argument(None, help="Hydra overrides, e.g. hardware=h200 logging.level=DEBUG"),
@@ -32,7 +28,7 @@ def show_config(
     try:
         cfg = compose(name, overrides or [])
     except ZayaConfigError as err:
-        _fail(err)
+        fail(err)
     typer.echo(OmegaConf.to_yaml(cfg), nl=False)
 
 
@@ -53,7 +49,7 @@ def list_hardware() -> None:
                 f"{hw.intra_node_bw_gbps:.0f}",
             )
     except ZayaConfigError as err:
-        _fail(err)
+        fail(err)
     console.print(table)
 
 
@@ -63,5 +59,5 @@ def show_hardware(name: str = typer.Argument(..., help="Preset name, e.g. h200, 
     try:
         hw = hardware(name)
     except ZayaConfigError as err:
-        _fail(err)
+        fail(err)
     typer.echo(OmegaConf.to_yaml(OmegaConf.structured(dataclasses.asdict(hw))), nl=False)

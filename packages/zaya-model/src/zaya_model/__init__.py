@@ -15,10 +15,13 @@ from zaya_model.accounting import (
 )
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
+from zaya_model.decoding import ZayaDecoder
 from zaya_model.errors import ZayaModelConfigError, ZayaModelError
 from zaya_model.hf_io import load_hf, read_hf_folder, save_hf, to_hf_state_dict
 from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM, build_model
 from zaya_model.parallel import ShardSpec, parallel_plan, spec_for
+from zaya_model.sampling import sample_tokens
+from zaya_model.static_cache import ZayaStaticCache
 
 __all__ = [
     "DecodeBytes",
@@ -26,10 +29,12 @@ __all__ = [
     "ShardSpec",
     "ZayaCache",
     "ZayaConfig",
+    "ZayaDecoder",
     "ZayaDecoderLayer",
     "ZayaForCausalLM",
     "ZayaModelConfigError",
     "ZayaModelError",
+    "ZayaStaticCache",
     "attention_flops_per_token",
     "build_model",
     "count_parameters",
@@ -39,6 +44,7 @@ __all__ = [
     "load_hf",
     "parallel_plan",
     "read_hf_folder",
+    "sample_tokens",
     "save_hf",
     "spec_for",
     "to_hf_state_dict",

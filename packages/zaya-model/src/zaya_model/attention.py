@@ -66,9 +66,16 @@ class ZayaCCAttention(nn.Module):
         return out.reshape(B, T, C) + self.conv_grouped_bias.to(dtype)
 
     def project(
-        self, x_BTD: torch.Tensor, cache: ZayaCache | None, conv_mask_BT: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """CCA q/k/v as [B, T, H, d], [B, T, K, d], [B, T, K, d] (before q/k norm and RoPE)."""
+        self,
+        x_BTD: torch.Tensor,
+        past_qk_BPC: torch.Tensor | None,
+        prev_delayed_BV: torch.Tensor | None,
+        conv_mask_BT: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """CCA q/k/v as [B, T, H, d], [B, T, K, d], [B, T, K, d] (before q/k norm and RoPE), and the
+        recurrent state after these tokens: the last P q|k inputs [B, P, C] and the last delayed value [B, V].
+
+        past_qk / prev_delayed: that state before them (None: the start of the sequence, all-zero inputs)."""
         if conv_mask_BT is not None:
             x_BTD = x_BTD * conv_mask_BT[:, :, None].to(x_BTD.dtype)
         B, T, _ = x_BTD.shape
@@ -80,27 +87,20 @@ class ZayaCCAttention(nn.Module):
         q_res = (qkv[..., : self.q_size].view(B, T, K, G, d) + qk_BTC[..., self.q_size :].view(B, T, K, 1, d)) * 0.5
         k_res = q_res.mean(dim=3)
 
-        state = cache.layers[self.layer_idx] if cache is not None else None
-        if state is not None and state.conv_state is not None:
-            past = state.conv_state.to(qk_BTC.dtype)
-        else:
-            past = qk_BTC.new_zeros(B, self.state_len, qk_BTC.shape[-1])
-        qk_full = torch.cat((past, qk_BTC), dim=1)
-        if state is not None:
-            state.conv_state = qk_full[:, qk_full.shape[1] - self.state_len :].detach().clone()
+        if past_qk_BPC is None:
+            past_qk_BPC = qk_BTC.new_zeros(B, self.state_len, qk_BTC.shape[-1])
+        qk_full = torch.cat((past_qk_BPC.to(qk_BTC.dtype), qk_BTC), dim=1)
         conv = self._causal_convs(qk_full)
         q = conv[..., : self.q_size].view(B, T, H, d) + q_res.reshape(B, T, H, d)
         k = conv[..., self.q_size :].view(B, T, K, d) + k_res
 
-        if state is not None and state.delayed_value is not None:
-            first = state.delayed_value.to(v_del.dtype)[:, None]
+        if prev_delayed_BV is not None:
+            first = prev_delayed_BV.to(v_del.dtype)[:, None]
         else:  # the token before the first one is an all-zero input: its delayed projection is the bias
             first = self._delayed_value_of_zero(v_del).expand(B, 1, -1)
-        if state is not None:
-            state.delayed_value = v_del[:, -1].detach().clone()
         v_prev = torch.cat((first, v_del[:, :-1]), dim=1)
         v = torch.cat((v_cur, v_prev), dim=-1).view(B, T, K, d)
-        return q, k, v
+        return q, k, v, qk_full[:, qk_full.shape[1] - self.state_len :], v_del[:, -1]
 
     def _delayed_value_of_zero(self, like: torch.Tensor) -> torch.Tensor:
         if self.qkv.bias is None:
@@ -115,6 +115,41 @@ class ZayaCCAttention(nn.Module):
         k = k * (scale / k.norm(p=2, dim=-1, keepdim=True).clamp_min(eps))
         return q, k * self.key_temperature.to(k.dtype)[None, None, :, None]
 
+    # ---------------------------------------------------------------- one-token decoding on a static cache
+    def decode(
+        self,
+        x_B1D: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        keys_BKSd: torch.Tensor,
+        values_BKSd: torch.Tensor,
+        past_qk_BPC: torch.Tensor,
+        prev_delayed_BV: torch.Tensor,
+        valid_BS: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One new token per row against a fixed-size cache, reading but never writing it.
+
+        Attends the cached slots marked in `valid_BS` plus the token's own key (scored apart, so the
+        cache write can come after). Returns (output [B, 1, D], its key and value [B, K, 1, d] in the cache
+        dtype, the next conv state [B, P, C] and delayed value [B, V]); every shape is fixed by the cache."""
+        B = x_B1D.shape[0]
+        K, G, d = self.num_kv_heads, self.groups, self.head_dim
+        q, k, v, next_qk, next_delayed = self.project(x_B1D, past_qk_BPC, prev_delayed_BV, None)
+        q, k = self.normalize_qk(q, k)
+        cos, sin = rope
+        q, k = apply_partial_rope(q, cos, sin), apply_partial_rope(k, cos, sin)
+        k, v = k.to(keys_BKSd.dtype), v.to(values_BKSd.dtype)
+        # query head h reads KV head h // G (SDPA's enable_gqa grouping); softmax and sums in fp32
+        q_BKGd = q.reshape(B, K, G, d).float()
+        scale = d**-0.5
+        cached = torch.einsum("bkgd,bksd->bkgs", q_BKGd, keys_BKSd.float()) * scale
+        cached = cached.masked_fill(~valid_BS[:, None, None, :], float("-inf"))
+        own = (q_BKGd * k.reshape(B, K, 1, d).float()).sum(-1, keepdim=True) * scale
+        probs = torch.softmax(torch.cat((cached, own), dim=-1), dim=-1)
+        out = torch.einsum("bkgs,bksd->bkgd", probs[..., :-1], values_BKSd.float())
+        out = out + probs[..., -1:] * v.reshape(B, K, 1, d).float()
+        out = self.out(out.reshape(B, 1, self.q_size).to(x_B1D.dtype))
+        return out, k.transpose(1, 2), v.transpose(1, 2), next_qk, next_delayed
+
     # ---------------------------------------------------------------- forward
     def forward(
         self,
@@ -126,7 +161,11 @@ class ZayaCCAttention(nn.Module):
     ) -> torch.Tensor:
         """x [B, T, D] -> [B, T, D]. attn_mask: bool [B, 1, T, S] or None for plain causal attention."""
         B, T, _ = x_BTD.shape
-        q, k, v = self.project(x_BTD, cache, conv_mask_BT)
+        state = cache.layers[self.layer_idx] if cache is not None else None
+        past_qk, prev_delayed = (state.conv_state, state.delayed_value) if state is not None else (None, None)
+        q, k, v, next_qk, next_delayed = self.project(x_BTD, past_qk, prev_delayed, conv_mask_BT)
+        if state is not None:
+            state.conv_state, state.delayed_value = next_qk.detach().clone(), next_delayed.detach().clone()
         q, k = self.normalize_qk(q, k)
         cos, sin = rope
         q, k = apply_partial_rope(q, cos, sin), apply_partial_rope(k, cos, sin)

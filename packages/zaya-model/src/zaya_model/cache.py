@@ -25,6 +25,17 @@ class ZayaLayerCache:
     delayed_value: torch.Tensor | None = None
 
 
+def check_cache_size(config: ZayaConfig, batch_size: int, max_len: int) -> None:
+    """A cache must hold at least one row and position, and no more positions than RoPE was set up for."""
+    if batch_size <= 0 or max_len <= 0:
+        raise ZayaModelError(f"a cache needs batch_size and max_len > 0, got {batch_size} and {max_len}")
+    if max_len > config.max_position_embeddings:
+        raise ZayaModelError(
+            f"cache max_len {max_len} exceeds max_position_embeddings {config.max_position_embeddings}; "
+            "shorten the request or raise model.max_positions"
+        )
+
+
 class ZayaCache:
     """All layers' decode state and the number of positions already processed (`length`)."""
 
@@ -36,11 +47,7 @@ class ZayaCache:
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        if max_len > config.max_position_embeddings:
-            raise ZayaModelError(
-                f"cache max_len {max_len} exceeds max_position_embeddings {config.max_position_embeddings}; "
-                "shorten the request or raise model.max_positions"
-            )
+        check_cache_size(config, batch_size, max_len)
         shape = (batch_size, config.num_key_value_heads, max_len, config.head_dim)
         self.layers = [
             ZayaLayerCache(
@@ -51,6 +58,15 @@ class ZayaCache:
         self.batch_size = batch_size
         self.max_len = max_len
         self.length = 0
+
+    @classmethod
+    def from_buffers(cls, keys: list[torch.Tensor], values: list[torch.Tensor]) -> ZayaCache:
+        """An empty cache that writes into given per-layer K/V buffers [B, K, max_len, d] (no allocation):
+        a `ZayaStaticCache`'s prompt pass runs the ordinary forward through it."""
+        cache = cls.__new__(cls)
+        cache.layers = [ZayaLayerCache(k, v) for k, v in zip(keys, values, strict=True)]
+        cache.batch_size, cache.max_len, cache.length = keys[0].shape[0], keys[0].shape[2], 0
+        return cache
 
     def check_room(self, new_tokens: int, batch_size: int) -> None:
         """Fail clearly before a step that would not fit."""

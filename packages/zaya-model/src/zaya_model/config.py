@@ -69,7 +69,10 @@ class ZayaConfig:
     pad_token_id: int | None = 0
     bos_token_id: int | None = 2
     eos_token_id: int | None = 106
-    # Aux-loss-free balancing: Adam-like step on the expert biases from the load error (see balancing.py).
+    # Aux-loss-free balancing: Adam-like step on the E + 1 class biases from the load error (balancing.py),
+    # toward a load of skip_rate_target on the skip class and (1 - skip_rate_target) / E on each expert;
+    # null = 1 / (E + 1), every class alike (as AMD's Primus port of ZAYA1 balances them).
+    skip_rate_target: float | None = None
     skip_bias_init: float = -1.0
     bias_update_rate: float = 1e-3
     bias_update_beta1: float = 0.9
@@ -132,6 +135,12 @@ class ZayaConfig:
         for key in ("bias_update_beta1", "bias_update_beta2"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise invalid(key, getattr(self, key), "a number in [0, 1)")
+        if self.skip_rate_target is not None and (
+            isinstance(self.skip_rate_target, bool) or not 0.0 <= self.skip_rate_target < 1.0
+        ):
+            raise invalid(
+                "skip_rate_target", self.skip_rate_target, "null (1 / (num_experts + 1)) or a fraction in [0, 1)"
+            )
         if self.moe_backend not in MOE_BACKENDS:
             raise invalid("moe_backend", self.moe_backend, "one of " + ", ".join(map(repr, MOE_BACKENDS)))
         for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
@@ -144,6 +153,13 @@ class ZayaConfig:
     def rotary_dim(self) -> int:
         """Leading dims of each head that RoPE rotates (HF: int(head_dim * partial_rotary_factor))."""
         return int(self.head_dim * self.partial_rotary_factor)
+
+    @property
+    def skip_target(self) -> float:
+        """The skip-route load the balancing steers to: `skip_rate_target`, or 1 / (E + 1) when null."""
+        if self.skip_rate_target is None:
+            return 1.0 / (self.num_experts + 1)
+        return float(self.skip_rate_target)
 
     @property
     def kv_groups(self) -> int:
@@ -238,6 +254,7 @@ class ZayaConfig:
         """The HF `zaya` config.json dict for these dims (our-only fields are left out)."""
         ours_only = {
             "name",
+            "skip_rate_target",
             "skip_bias_init",
             "bias_update_rate",
             "bias_update_beta1",

@@ -11,6 +11,12 @@ is never computed. Two backends:
   the way in and out.
 - `loop`: one matmul per expert over its contiguous slice (one host sync for the counts).
 Results are put back in token order with an index copy (no atomics) and summed over the k slots.
+
+Decoding (`forward_decode`) has a third path for a few pairs, `forward_gathered`: each pair reads its
+expert's weights through the expert index (`gate_up[ids]`), written as multiply-and-sum so that
+torch.compile fuses the gather into the reduction and reads just the chosen experts, with fixed shapes and
+no host sync. With N pairs it reads N experts, which for N <= `DECODE_GATHER_MAX_PAIRS` is about the
+E (1 - (1 - 1/E)^N) distinct ones the grouped GEMM would read; larger batches take the grouped GEMM.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from torch import nn
 
 from zaya_model.config import ZayaConfig
 
+DECODE_GATHER_MAX_PAIRS = 8
 _grouped_mm = getattr(F, "grouped_mm", None) or getattr(torch, "_grouped_mm", None)
 # Filled by the first eager call, so compiled graphs read a constant instead of querying the driver.
 _CUDA_MAJOR: dict[int, int] = {}
@@ -82,6 +89,38 @@ class ZayaExperts(nn.Module):
             y_sorted = self._loop(x_sorted, counts, w_gu, w_dn)
         y_sorted = y_sorted * weight_Nk.reshape(-1)[order, None].to(dtype)
         y = torch.empty_like(y_sorted).index_copy_(0, order, y_sorted)
+        return y.view(T, k, -1).sum(dim=1) if k > 1 else y
+
+    def forward_decode(
+        self,
+        x_TD: torch.Tensor,
+        choice_Tk: torch.Tensor,
+        weight_Tk: torch.Tensor,
+        gather_max_pairs: int = DECODE_GATHER_MAX_PAIRS,
+    ) -> torch.Tensor:
+        """The decoding dispatch: gathered for up to `gather_max_pairs` pairs (or without the grouped GEMM),
+        else grouped; never the loop backend, whose host sync would stall (and break CUDA-graph capture).
+
+        Uncompiled, the gather copies the chosen experts' weights before reading them; eager decoders pass
+        0 so that the grouped GEMM, where it runs, reads them in place."""
+        if choice_Tk.numel() <= gather_max_pairs or self.resolve_backend(x_TD) != "grouped_mm":
+            return self.forward_gathered(x_TD, choice_Tk, weight_Tk)
+        return self(x_TD, choice_Tk, weight_Tk)
+
+    def forward_gathered(self, x_TD: torch.Tensor, choice_Tk: torch.Tensor, weight_Tk: torch.Tensor) -> torch.Tensor:
+        """x [T, D], class ids [T, k], weights [T, k] -> [T, D]: each pair reads its expert's weights.
+
+        Products and sums in fp32 (as a GEMM accumulates), rounded to the compute dtype where the grouped
+        path rounds. A skipped pair reads expert E - 1 and is weighted 0."""
+        T, k = choice_Tk.shape
+        dtype = self._compute_dtype(x_TD)
+        ids = choice_Tk.reshape(-1).clamp(max=self.num_experts - 1)
+        x_ND = x_TD.to(dtype).repeat_interleave(k, dim=0) if k > 1 else x_TD.to(dtype)
+        h = (self.gate_up[ids].to(dtype).float() * x_ND.float()[:, None, :]).sum(-1).to(dtype)
+        gate, up = h.chunk(2, dim=-1)
+        act = F.silu(gate) * up
+        y = (self.down[ids].to(dtype).float() * act.float()[:, None, :]).sum(-1).to(dtype)
+        y = y * weight_Tk.reshape(-1, 1).to(dtype)
         return y.view(T, k, -1).sum(dim=1) if k > 1 else y
 
     def _grouped(

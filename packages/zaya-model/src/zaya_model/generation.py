@@ -1,4 +1,9 @@
-"""Autoregressive generation with the ZAYA cache: one prefill, then one-token steps.
+"""`ZayaForCausalLM.generate`: a `ZayaDecoder` made for the request (static cache, device sampling, a CUDA
+graph on CUDA), one prompt pass, then one-token steps.
+
+A model whose parameters are sharded (FSDP2: every rank holds a slice and the module hooks gather them
+around each call) cannot run the decoder's direct per-layer step, which bypasses those hooks; it decodes
+through the ordinary forward with the dynamic `ZayaCache` instead, one call per token, all ranks together.
 
 Left padding works because CCA zeroes padding inputs (an all-zero input is exactly what the causal convs
 and the delayed value see before the first token) and positions count real tokens only
@@ -7,29 +12,16 @@ and the delayed value see before the first token) and positions count real token
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from zaya_model.decoding import ZayaDecoder
 from zaya_model.errors import ZayaModelError
+from zaya_model.sampling import check_sampling, sample_tokens
 
 if TYPE_CHECKING:
     from zaya_model.model import ZayaForCausalLM
-
-
-def sample_next(
-    logits_BV: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None
-) -> torch.Tensor:
-    """Greedy at temperature 0; otherwise nucleus sampling at `temperature` over the top-p mass."""
-    if temperature <= 0.0:
-        return logits_BV.argmax(dim=-1)
-    probs = torch.softmax(logits_BV.float() / temperature, dim=-1)
-    if top_p < 1.0:
-        sorted_probs, sorted_ids = probs.sort(dim=-1, descending=True)
-        mass_before = sorted_probs.cumsum(dim=-1) - sorted_probs
-        sorted_probs = sorted_probs.masked_fill(mass_before >= top_p, 0.0)
-        probs = torch.zeros_like(probs).scatter_(-1, sorted_ids, sorted_probs)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
 def generate_tokens(
@@ -41,27 +33,69 @@ def generate_tokens(
     attention_mask: torch.Tensor | None = None,
     eos_token_id: int | None = None,
     generator: torch.Generator | None = None,
+    **decoder_options: Any,
 ) -> torch.Tensor:
     """See `ZayaForCausalLM.generate`."""
     if max_new_tokens < 0:
         raise ZayaModelError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    if not 0.0 < top_p <= 1.0:
-        raise ZayaModelError(f"top_p must be in (0, 1], got {top_p}")
+    if input_ids.ndim != 2:
+        raise ZayaModelError(f"input_ids must be [batch, seq], got shape {tuple(input_ids.shape)}")
+    check_sampling(temperature, top_p)
+    if _has_sharded_parameters(model):
+        return _generate_through_forward(
+            model, input_ids, max_new_tokens, temperature, top_p, attention_mask, eos_token_id, generator
+        )
+    B, T = input_ids.shape
+    decoder = ZayaDecoder(
+        model,
+        B,
+        T + max_new_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        eos_token_id=eos_token_id,
+        generator=generator,
+        **decoder_options,
+    )
+    return decoder.generate(input_ids, max_new_tokens, attention_mask)
+
+
+def _has_sharded_parameters(model: torch.nn.Module) -> bool:
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:  # a torch without distributed support cannot shard either
+        return False
+    return any(isinstance(p, DTensor) for p in model.parameters())
+
+
+@torch.no_grad()
+def _generate_through_forward(
+    model: ZayaForCausalLM,
+    input_ids: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float,
+    attention_mask: torch.Tensor | None,
+    eos_token_id: int | None,
+    generator: torch.Generator | None,
+) -> torch.Tensor:
+    """The same tokens as the decoder, one `model(...)` call per token (module hooks fire)."""
     B, T = input_ids.shape
     mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.to(input_ids.dtype)
     if mask.shape != input_ids.shape:
         raise ZayaModelError(f"attention_mask shape {tuple(mask.shape)} differs from input_ids {(B, T)}")
     was_training = model.training
-    model.eval()  # no router load counting, no dropout-like training behaviour while generating
+    model.eval()
     try:
         cache = model.new_cache(B, T + max_new_tokens)
         positions = (mask.cumsum(dim=-1) - 1).clamp_min(0)
         logits = model(input_ids, attention_mask=mask, position_ids=positions, cache=cache)[:, -1]
-        out = [input_ids]
-        finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
-        next_pos = positions[:, -1:] + 1
+        out, finished, next_pos = (
+            [input_ids],
+            torch.zeros(B, dtype=torch.bool, device=input_ids.device),
+            positions[:, -1:] + 1,
+        )
         for step in range(max_new_tokens):
-            token = sample_next(logits, temperature, top_p, generator)
+            token = sample_tokens(logits, temperature, top_p, generator)
             if eos_token_id is not None:
                 token = torch.where(finished, torch.full_like(token, eos_token_id), token)
                 finished |= token == eos_token_id

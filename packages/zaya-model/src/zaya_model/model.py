@@ -24,7 +24,7 @@ from zaya_model.balancing import all_reduce_counts, bias_step, load_fractions
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
 from zaya_model.errors import ZayaModelError
-from zaya_model.experts import ZayaExperts
+from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, ZayaExperts
 from zaya_model.generation import generate_tokens
 from zaya_model.layers import ZayaEmbeddingScaling, ZayaResidualScaling, ZayaRMSNorm, rope_cos_sin, rope_inv_freq
 from zaya_model.loss import cross_entropy_chunk, fused_linear_cross_entropy
@@ -46,6 +46,15 @@ class ZayaMoE(nn.Module):
         choice, weights, state, counts = self.router(x_BTD, prev_state, token_mask_BT)
         y = self.experts(x_BTD.reshape(B * T, D), choice, weights)
         return y.view(B, T, D), state, counts
+
+    def decode(
+        self, x_B1D: torch.Tensor, prev_state: torch.Tensor | None, gather_max_pairs: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per row, sync-free (see `ZayaExperts.forward_decode`); no load counting."""
+        B, _, D = x_B1D.shape
+        choice, weights, state, _ = self.router(x_B1D, prev_state)
+        y = self.experts.forward_decode(x_B1D.reshape(B, D), choice, weights, gather_max_pairs)
+        return y.view(B, 1, D), state
 
 
 class ZayaDecoderLayer(nn.Module):
@@ -75,6 +84,24 @@ class ZayaDecoderLayer(nn.Module):
         resid_BTD = self.attn_residual(attn_out, resid_BTD)
         moe_out, router_state, counts = self.moe(self.moe_norm(resid_BTD), router_state, token_mask_BT)
         return self.moe_residual(moe_out, resid_BTD), router_state, counts
+
+    def decode(
+        self,
+        resid_B1D: torch.Tensor,
+        router_state: torch.Tensor | None,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        state: tuple[torch.Tensor, ...],
+        valid_BS: torch.Tensor,
+        gather_max_pairs: int = DECODE_GATHER_MAX_PAIRS,
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+        """`forward` for one token per row on a static cache, as a pure function (nothing written in place).
+
+        state: this layer's (keys, values, conv state, delayed value) from `ZayaStaticCache.layer(i)`.
+        Returns (residual stream, router state, (key, value, conv state, delayed value) to write back)."""
+        attn_out, *new_state = self.attn.decode(self.attn_norm(resid_B1D), rope, *state, valid_BS)
+        resid_B1D = self.attn_residual(attn_out, resid_B1D)
+        moe_out, router_state = self.moe.decode(self.moe_norm(resid_B1D), router_state, gather_max_pairs)
+        return self.moe_residual(moe_out, resid_B1D), router_state, tuple(new_state)
 
 
 class ZayaForCausalLM(nn.Module):
@@ -290,14 +317,25 @@ class ZayaForCausalLM(nn.Module):
         attention_mask: torch.Tensor | None = None,
         eos_token_id: int | None = None,
         generator: torch.Generator | None = None,
+        **decoder_options: Any,
     ) -> torch.Tensor:
         """Prompt + up to max_new_tokens tokens [B, T + n]; greedy at temperature 0, else top-p sampling.
 
         Batched prompts are left-padded with `attention_mask` marking real tokens. Sequences that emitted
-        `eos_token_id` are filled with it afterwards; generation stops when all have.
+        `eos_token_id` are filled with it afterwards; generation stops when all have. Runs a `ZayaDecoder`
+        (static cache; on CUDA one CUDA graph per step); `decoder_options` go to it (`compile=True`,
+        `cuda_graph=False`). For repeated requests of one shape, keep a `ZayaDecoder` instead.
         """
         return generate_tokens(
-            self, input_ids, max_new_tokens, temperature, top_p, attention_mask, eos_token_id, generator
+            self,
+            input_ids,
+            max_new_tokens,
+            temperature,
+            top_p,
+            attention_mask,
+            eos_token_id,
+            generator,
+            **decoder_options,
         )
 
 

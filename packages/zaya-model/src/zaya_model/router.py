@@ -5,7 +5,14 @@
   r_l is passed on to the next layer;
 - RMSNorm, two GELU layers of width R, logits over E + 1 classes (class E is the skip route: no compute);
 - softmax; top-k on the probabilities plus detached balancing biases (aux-loss-free balancing, the biases
-  steer selection only); the chosen experts are weighted by their unbiased probability, skip weighs 0.
+  steer selection only, see balancing.py); the chosen experts are weighted by their unbiased probability.
+
+What a skipped token outputs: nothing (its MoE branch is zero; the block's residual scaling still
+applies). This is what Hugging Face transformers (`models/zaya/modeling_zaya.py`, `ZayaRouter.forward`
+masks the skip class's weight to 0) and vLLM (`vllm/model_executor/models/zaya.py`, same masking before
+`FusedMoE`) do with the released checkpoints, and it keeps our logits equal to theirs. The Megatron-era
+code paths differ: Zyphra's earlier transformers fork (`zaya_use_mod`, `ZayaBlock.forward`) and AMD's
+Primus port (`ZayaMoE.forward`) pass a skipped token's input through, scaled by its skip probability.
 
 In training mode the router also returns how many (token, slot) pairs each class got ([E + 1], fp32; padding
 excluded); `ZayaForCausalLM` adds them to `load_counts` (float64) outside the block, so a block that is
@@ -40,8 +47,8 @@ class ZayaRouter(nn.Module):
         biases[-1] = config.skip_bias_init
         self.register_buffer("balancing_biases", biases)
         # The bias-balancing step's moment estimates (persistent: a resumed run continues the same step).
-        self.register_buffer("bias_first_moment", torch.zeros(config.num_experts, dtype=torch.float32))
-        self.register_buffer("bias_second_moment", torch.zeros(config.num_experts, dtype=torch.float32))
+        self.register_buffer("bias_first_moment", torch.zeros(classes, dtype=torch.float32))
+        self.register_buffer("bias_second_moment", torch.zeros(classes, dtype=torch.float32))
         self.register_buffer("bias_steps", torch.zeros((), dtype=torch.float32))
         self.register_buffer("load_counts", torch.zeros(classes, dtype=torch.float64), persistent=False)
 

@@ -16,6 +16,7 @@ from zaya_train.checkpoint.atomic import atomic_write_text
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
+from zaya_train.data.tokenizer_files import TOKENIZER_DIR, save_tokenizer_folder
 from zaya_train.distributed import DistributedContext, init_distributed
 from zaya_train.errors import ZayaTrainError
 from zaya_train.recipe import RecipeConfig
@@ -104,7 +105,7 @@ def create_trainer(
             f"{model_cfg.vocab_size}; raise model.vocab_size or use a smaller tokenizer"
         )
     check_data(recipe, data, train.eval.sequences)
-    return Trainer(
+    trainer = Trainer(
         model,
         train,
         recipe,
@@ -118,6 +119,19 @@ def create_trainer(
         tensorboard=logging_cfg.tensorboard if logging_cfg else False,
         progress=progress,
     )
+    if train.eval.downstream.tasks:  # lm-eval tasks during training (the `eval` extra)
+        from zaya_train.evals.hook import DownstreamEvalHook
+
+        trainer.hooks.append(DownstreamEvalHook(trainer, train.eval.downstream))
+    return trainer
+
+
+def data_cache_dir(cfg: DictConfig, train: TrainConfig) -> Path:
+    """Where the run's shards and trained tokenizers are cached: `train.data.cache_dir`, else
+    `paths.cache_dir`/data, relative to `paths.root_dir`."""
+    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
+    cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
+    return _resolve(cache, root)
 
 
 def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None = None) -> Trainer:
@@ -129,14 +143,12 @@ def build_trainer(cfg: DictConfig, run_dir: Path, ctx: DistributedContext | None
         if key not in objects:
             raise ZayaTrainError(f"config has no `{key}` group; compose one (e.g. {key}=...) in the defaults list")
     train = objects["train"]
-    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
-    cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
     return create_trainer(
         objects["model"],
         train,
         objects["recipe"],
         run_dir,
-        cache_dir=_resolve(cache, root),
+        cache_dir=data_cache_dir(cfg, train),
         hardware=objects.get("hardware"),
         logging_cfg=objects.get("logging"),
         ctx=ctx,
@@ -163,6 +175,9 @@ def run_pretraining(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     try:
         if trainer.ctx.is_rank0:
             atomic_write_text(Path(run_dir) / "config.yaml", resolved_config_yaml(cfg))
+            save_tokenizer_folder(
+                trainer.data.tokenizer, Path(run_dir) / TOKENIZER_DIR, trainer.cfg.data.tokenizer.eos_token
+            )
         summary = trainer.run()
         if trainer.ctx.is_rank0:
             atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")

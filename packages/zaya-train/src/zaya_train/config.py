@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from zaya_config.checks import in_range, non_negative, one_of, positive
 from zaya_config.errors import invalid
 
+from zaya_train.evals.config import DownstreamConfig
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
 
 ACTIVATION_CHECKPOINTING = ("none", "selective", "full")
@@ -142,6 +143,7 @@ class EvalConfig:
     sample_tokens: int = 64
     sample_temperature: float = 0.0  # 0: greedy
     sample_top_p: float = 1.0
+    downstream: DownstreamConfig = field(default_factory=DownstreamConfig)  # lm-eval tasks during training
 
     def validate(self) -> None:
         """Positive cadence and sizes."""
@@ -150,6 +152,10 @@ class EvalConfig:
         non_negative("sample_tokens", self.sample_tokens)
         non_negative("sample_temperature", self.sample_temperature)
         in_range("sample_top_p", self.sample_top_p, 1e-6, 1.0)
+        try:
+            self.downstream.validate()
+        except ValueError as err:
+            raise type(err)(str(err).replace("invalid config: ", "invalid config: downstream.", 1)) from None
 
 
 @dataclass

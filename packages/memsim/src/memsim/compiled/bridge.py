@@ -20,6 +20,7 @@ from memsim.compiled import layout as L
 from memsim.errors import MemsimError
 from memsim.scheduling import QueuedCommand
 from memsim.timing_table import NEVER as NO_CONSTRAINT
+from memsim.trace import address_array
 from memsim.transaction import Transaction
 
 EngineArrays = namedtuple("EngineArrays", "K CH TR AD LOGT LOGC G layout")
@@ -41,12 +42,23 @@ def is_fresh(frontend) -> bool:
     if system.clk != 0 or system._callbacks or frontend.index != 0:
         return False
     for ctrl in system.channels:
-        if ctrl.commands or ctrl.interarrivals or ctrl.read_queue or ctrl.write_buffer or ctrl.pending_reads \
+        if len(ctrl.command_array()) or ctrl.interarrivals or ctrl.read_queue or ctrl.write_buffer or ctrl.pending_reads \
                 or ctrl.pending_writes or ctrl.refresh_queue or ctrl.next_wake != 0 or not ctrl.skip_idle \
                 or ctrl.flushing or "tick" in vars(ctrl) or ctrl.on_complete != system._schedule_callback \
                 or ctrl.refresh.next_due != ctrl.refresh.interval:  # fmt: skip
             return False
     return True
+
+
+def unsupported(spec) -> str | None:
+    """What of this spec the compiled engine does not model (its runs then use the Python engine), or None."""
+    if spec.mode == "jedec" and spec.aggressive_precharging:
+        return "aggressive precharging (jedec mode)"
+    if spec.enable_self_refresh or spec.enable_power_down:
+        return "self-refresh or power-down"
+    if spec.refresh_policy == "SAME_BANK" or spec.t("RAAIMT"):
+        return "DDR5 same-bank refresh or refresh management"
+    return None
 
 
 def _offsets_csr(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,10 +72,9 @@ def _offsets_csr(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def _decode(frontend) -> tuple[np.ndarray, np.ndarray]:
     """TR rows (address id, write, cycle, channel, rank, flat bank, row, column, ...) and the distinct addresses."""
     system, spec = frontend.system, frontend.system.spec
-    addrs = np.asarray(frontend.addrs, dtype=np.int64)
-    fields = system.mapping.decode_array(addrs)
-    distinct, aid = np.unique(addrs, return_inverse=True)
-    TR = np.full((len(addrs), L.T_SIZE), -1, dtype=np.int64)
+    fields = system.mapping.decode_array(frontend.locations)
+    distinct, aid = np.unique(address_array(frontend.addrs), return_inverse=True)
+    TR = np.full((len(frontend.addrs), L.T_SIZE), -1, dtype=np.int64)
     TR[:, L.T_AID] = aid
     TR[:, L.T_WRITE] = np.asarray(frontend.writes, dtype=np.int64)
     TR[:, L.T_CYCLE] = np.asarray(frontend.cycles, dtype=np.int64)
@@ -88,7 +99,8 @@ def _config(system, layout: L.ChannelLayout) -> np.ndarray:
         L.K_WRITE_DELAY: c0.write_delay, L.K_DRAIN: spec.write_drain_threshold,
         L.K_REF_POLICY: REF_POLICIES[c0.refresh.policy], L.K_REF_INTERVAL: c0.refresh.interval,
         L.K_BG: spec.bankgroups, L.K_BPG: spec.banks_per_group, L.K_NCH: spec.channels,
-        L.K_NW: layout.n_windows, L.K_WCAP: layout.window_cap,
+        L.K_NW: layout.n_windows, L.K_WCAP: layout.window_cap, L.K_JEDEC: c0.jedec, L.K_WBCAP: c0.write_capacity,
+        L.K_ALL_RANKS: c0.refresh.all_ranks,
     }  # fmt: skip
     offsets, _ = layout.offsets()
     values.update(offsets)
@@ -102,14 +114,26 @@ def _config(system, layout: L.ChannelLayout) -> np.ndarray:
     return np.concatenate([head, *tail]).astype(np.int64)
 
 
+def channel_layout(system) -> L.ChannelLayout:
+    """Segment sizes of one channel's row for `system` (a fresh MemorySystem)."""
+    c0 = system.channels[0]
+    windows = c0.state.windows
+    return L.ChannelLayout(c0.state.n_banks, system.spec.ranks, c0.cmdq.n_queues, c0.cmdq.capacity, c0.capacity,
+                           c0.write_capacity, len(windows), max([1] + [count for count, _ in windows]))  # fmt: skip
+
+
+def engine_config(system) -> tuple[np.ndarray, L.ChannelLayout]:
+    """The K array (configuration, segment offsets, windows, timing offsets) and the layout it describes;
+    also what memsim's native engine (memsim.cosim.native) reads, so both compiled engines share one source."""
+    layout = channel_layout(system)
+    return _config(system, layout), layout
+
+
 def build_arrays(frontend) -> EngineArrays:
     system = frontend.system
     spec, c0 = system.spec, system.channels[0]
     nch, ranks = spec.channels, spec.ranks
-    windows = c0.state.windows
-    layout = L.ChannelLayout(c0.state.n_banks, ranks, c0.cmdq.n_queues, c0.cmdq.capacity, c0.capacity,
-                             len(windows), max([1] + [count for count, _ in windows]))  # fmt: skip
-    K = _config(system, layout)
+    K, layout = engine_config(system)
     _, row_len = layout.offsets()
     CH = np.zeros((nch, row_len), dtype=np.int64)
     for ch in range(nch):
@@ -201,28 +225,18 @@ def export(frontend, a: EngineArrays, distinct: np.ndarray) -> None:
         _export_state(ctrl.state, view)
         logc, logt = a.LOGC[ch], a.LOGT[ch]
         n_cmd, n_done = s[L.S_CMD_LEN], s[L.S_COMP_LEN]
-        table = logc[:n_cmd, : L.C_HIT + 1]
-        ctrl.commands = list(zip(*table[:, : L.C_HIT].T.tolist(), table[:, L.C_HIT].astype(bool).tolist(), strict=True))
-        ctrl.command_table = table.copy()
         done = logt[:n_done]
-        ctrl.completed = list(zip(done[:, L.L_COMP_CYCLE].tolist(), done[:, L.L_COMP_LAT].tolist(),
-                                  done[:, L.L_COMP_WRITE].astype(bool).tolist(), strict=True))  # fmt: skip
+        ctrl.set_logs(logc[:n_cmd, : L.C_HIT + 1].copy(), done[:, : L.L_COMP_WRITE + 1].copy())
         ctrl.interarrivals = logt[: s[L.S_IA_LEN], L.L_IA].tolist()
         ctrl.write_latencies = logt[: s[L.S_WL_LEN], L.L_WL].tolist()
         ctrl.dual_issue_cycles = logc[: s[L.S_DUAL_LEN], L.C_DUAL].tolist()
-        ctrl.power_runs = [(p[0], tuple(x == 1 for x in p[1:])) for p in logc[: s[L.S_PWR_LEN], L.C_PWR :].tolist()]
+        ctrl.power_runs = [(p[0], tuple(p[1:])) for p in logc[: s[L.S_PWR_LEN], L.C_PWR :].tolist()]
         ctrl.write_draining, ctrl.next_wake = s[L.S_WRITE_DRAINING], s[L.S_NEXT_WAKE]
         ctrl.last_arrival, ctrl.power_dirty = s[L.S_LAST_ARRIVAL], bool(s[L.S_POWER_DIRTY])
         rs = ctrl.refresh
-        rs.next_due, rs._rank, rs._bankgroup, rs._bank = (
-            s[L.S_NEXT_DUE],
-            s[L.S_REF_RANK],
-            s[L.S_REF_BG],
-            s[L.S_REF_BANK],
-        )
-        rfq = view(L.O_RFQ)
-        ctrl.refresh_queue = [(Cmd(k), r, b) for k, r, b in
-                              (rfq[(s[L.S_RFQ_HEAD] + i) % L.RFQ_CAP].tolist() for i in range(s[L.S_RFQ_LEN]))]  # fmt: skip
+        head, pending = s[L.S_RFQ_HEAD], s[L.S_RFQ_LEN]
+        rs.next_due, rs.pushed = s[L.S_NEXT_DUE], head + pending
+        ctrl.refresh_queue = [rs.entry(head + i) for i in range(pending)]
         ctrl.read_queue = [transaction(t) for t in view(L.O_RQ)[: s[L.S_RQ_LEN]].tolist()]
         ctrl.write_buffer = [transaction(t) for t in view(L.O_WB)[: s[L.S_WB_LEN]].tolist()]
         cmdq = ctrl.cmdq

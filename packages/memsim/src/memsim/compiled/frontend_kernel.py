@@ -16,14 +16,13 @@ from memsim.compiled.layout import (
     G_N,
     G_ONE_SHOT,
     K_NCH,
-    K_RANKS,
     K_TQ,
     K_UNIFIED,
+    K_WBCAP,
     L_IA,
     NEVER,
     O_RQ,
     O_WB,
-    RFQ_CAP,
     S_CMD_LEN,
     S_DIRTY,
     S_DUAL_LEN,
@@ -31,7 +30,6 @@ from memsim.compiled.layout import (
     S_LAST_ARRIVAL,
     S_NEXT_WAKE,
     S_PWR_LEN,
-    S_RFQ_LEN,
     S_RQ_LEN,
     S_WB_LEN,
     T_ADDED,
@@ -92,7 +90,7 @@ def _offer(K, CH, TR, AD, LOGT, G, c):
         return TR[i, T_CYCLE]
     ch = TR[i, T_CH]
     is_write = TR[i, T_WRITE]
-    room = CH[ch, S_WB_LEN] < K[K_TQ] if is_write and not K[K_UNIFIED] else CH[ch, S_RQ_LEN] < K[K_TQ]
+    room = CH[ch, S_WB_LEN] < K[K_WBCAP] if is_write and not K[K_UNIFIED] else CH[ch, S_RQ_LEN] < K[K_TQ]
     if room:
         add(K, CH, TR, AD, LOGT, ch, i, c + 1)
         j = i + 1
@@ -116,8 +114,7 @@ def run_loop(K, CH, TR, AD, LOGT, LOGC, G, c, stop):
     cap = LOGC.shape[1]
     while c < stop:
         for ch in range(nch):
-            if CH[ch, S_CMD_LEN] + 2 > cap or CH[ch, S_DUAL_LEN] + 1 > cap or CH[ch, S_PWR_LEN] + 1 > cap \
-                    or CH[ch, S_RFQ_LEN] + K[K_RANKS] > RFQ_CAP:  # fmt: skip
+            if CH[ch, S_CMD_LEN] + 2 > cap or CH[ch, S_DUAL_LEN] + 1 > cap or CH[ch, S_PWR_LEN] + 1 > cap:
                 return c, 1
         for ch in range(nch):
             if CH[ch, S_NEXT_WAKE] <= c:

@@ -30,12 +30,14 @@ from memsim.compiled.layout import (
     C_PWR,
     C_RANK,
     C_ROW,
+    K_ALL_RANKS,
     K_BG,
     K_BPG,
     K_BPR,
     K_CQ,
     K_DRAIN,
     K_DUAL,
+    K_JEDEC,
     K_NQ,
     K_PER_BANK,
     K_RANKS,
@@ -43,8 +45,8 @@ from memsim.compiled.layout import (
     K_READ_DELAY,
     K_REF_INTERVAL,
     K_REF_POLICY,
-    K_TQ,
     K_UNIFIED,
+    K_WBCAP,
     K_WR_CMD,
     K_WRITE_DELAY,
     L_COMP_CYCLE,
@@ -56,7 +58,6 @@ from memsim.compiled.layout import (
     O_OPENR,
     O_Q,
     O_QLEN,
-    O_RFQ,
     O_ROW_HITS,
     O_RQ,
     O_WB,
@@ -71,10 +72,9 @@ from memsim.compiled.layout import (
     RD,
     RDA,
     REF,
+    REF_PER_BANK,
     REF_SIMULTANEOUS,
-    REF_STAGGERED,
     REFB,
-    RFQ_CAP,
     S_CMD_LEN,
     S_COMP_LEN,
     S_COUNT,
@@ -86,9 +86,6 @@ from memsim.compiled.layout import (
     S_POWER_DIRTY,
     S_PWR_LEN,
     S_QUEUE_IDX,
-    S_REF_BANK,
-    S_REF_BG,
-    S_REF_RANK,
     S_RFQ_HEAD,
     S_RFQ_LEN,
     S_RQ_LEN,
@@ -237,37 +234,29 @@ def _issue_found(K, CH, TR, AD, LOGT, LOGC, ch, req, q, pos, clk):
 
 
 @njit(cache=True)
-def _push_refresh(K, CH, ch, cmd, rank, bank):
-    slot = K[O_RFQ] + (CH[ch, S_RFQ_HEAD] + CH[ch, S_RFQ_LEN]) % RFQ_CAP * 3
-    CH[ch, slot], CH[ch, slot + 1], CH[ch, slot + 2] = cmd, rank, bank
-    CH[ch, S_RFQ_LEN] += 1
+def _refresh_entry(K, k):
+    """RefreshSchedule.entry: the k-th refresh of the rotation as (command, rank, flat bank)."""
+    ranks = K[K_RANKS]
+    if K[K_REF_POLICY] == REF_PER_BANK:
+        bg, rest = k % K[K_BG], k // K[K_BG]
+        bank, rank = rest % K[K_BPG], rest // K[K_BPG] % ranks
+        return REFB, rank, (rank * K[K_BG] + bg) * K[K_BPG] + bank
+    rank = k % ranks
+    if K[K_REF_POLICY] == REF_SIMULTANEOUS and not K[K_ALL_RANKS]:
+        rank = 0
+    return REF, rank, rank * K[K_BPR]
 
 
 @njit(cache=True)
 def _refresh_due(K, CH, ch):
+    """RefreshSchedule.due (no rank is ever in self-refresh here): the queue window grows."""
     CH[ch, S_NEXT_DUE] += K[K_REF_INTERVAL]
-    policy, ranks, bpr = K[K_REF_POLICY], K[K_RANKS], K[K_BPR]
-    if policy == REF_SIMULTANEOUS:
-        for r in range(ranks):
-            _push_refresh(K, CH, ch, REF, r, r * bpr)
-    elif policy == REF_STAGGERED:
-        rank = CH[ch, S_REF_RANK]
-        CH[ch, S_REF_RANK] = (rank + 1) % ranks
-        _push_refresh(K, CH, ch, REF, rank, rank * bpr)
-    else:
-        rank, bg, bank = CH[ch, S_REF_RANK], CH[ch, S_REF_BG], CH[ch, S_REF_BANK]
-        CH[ch, S_REF_BG] = (bg + 1) % K[K_BG]
-        if CH[ch, S_REF_BG] == 0:
-            CH[ch, S_REF_BANK] = (bank + 1) % K[K_BPG]
-            if CH[ch, S_REF_BANK] == 0:
-                CH[ch, S_REF_RANK] = (rank + 1) % ranks
-        _push_refresh(K, CH, ch, REFB, rank, (rank * K[K_BG] + bg) * K[K_BPG] + bank)
+    CH[ch, S_RFQ_LEN] += K[K_RANKS] if K[K_ALL_RANKS] else 1
 
 
 @njit(cache=True)
 def _refresh_head(K, CH, ch):
-    slot = K[O_RFQ] + CH[ch, S_RFQ_HEAD] * 3
-    return CH[ch, slot], CH[ch, slot + 1], CH[ch, slot + 2]
+    return _refresh_entry(K, CH[ch, S_RFQ_HEAD])
 
 
 @njit(cache=True)
@@ -285,7 +274,7 @@ def _refresh_step(K, CH, LOGC, ch, clk):
     if req == PRE:
         _log_and_apply(K, CH, LOGC, ch, PRE, rank, target, -1, -1, clk, 0)
         return PRE
-    CH[ch, S_RFQ_HEAD] = (CH[ch, S_RFQ_HEAD] + 1) % RFQ_CAP
+    CH[ch, S_RFQ_HEAD] += 1
     CH[ch, S_RFQ_LEN] -= 1
     CH[ch, S_IN_REFRESH], CH[ch, S_SKIP_LO], CH[ch, S_SKIP_HI] = 0, 0, 0
     _log_and_apply(K, CH, LOGC, ch, cmd, rank, bank, -1, -1, clk, 0)
@@ -310,7 +299,7 @@ def _note_power(K, CH, LOGC, ch, clk):
 @njit(cache=True)
 def _drain_due(K, CH, ch):
     n = CH[ch, S_WB_LEN]
-    return n >= K[K_TQ] or (n > K[K_DRAIN] and CH[ch, S_COUNT] == 0)
+    return n >= K[K_WBCAP] or (n > K[K_DRAIN] and CH[ch, S_COUNT] == 0)
 
 
 @njit(cache=True)
@@ -357,7 +346,7 @@ def _schedule_transaction(K, CH, TR, AD, ch):
         moved = _move_first(K, CH, TR, AD, ch, O_RQ, S_RQ_LEN)
     elif CH[ch, S_WRITE_DRAINING] > 0:
         moved = _move_first(K, CH, TR, AD, ch, O_WB, S_WB_LEN)
-        if not moved and CH[ch, S_WRITE_DRAINING] == 0 and _drain_due(K, CH, ch):
+        if not moved and CH[ch, S_WRITE_DRAINING] == 0 and K[K_JEDEC] and _drain_due(K, CH, ch):
             moved = _move_first(K, CH, TR, AD, ch, O_RQ, S_RQ_LEN)
     else:
         moved = _move_first(K, CH, TR, AD, ch, O_RQ, S_RQ_LEN)

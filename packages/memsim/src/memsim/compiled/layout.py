@@ -7,7 +7,8 @@ array as several machine words, on every call):
 - `K`: configuration, activation windows, the sparse timing offsets, and the offset of each segment
   of a channel's row in `CH`;
 - `CH[channel]`: one controller: scalars (`S_*`), earliest-issue table, bank state, activation
-  windows, command queues, transaction queues, pending refreshes;
+  windows, command queues, transaction queues; pending refreshes are a window (head, length) of the
+  refresh rotation (`memsim.refresh.RefreshSchedule.entry`);
 - `TR[entry]`: the decoded trace and each transaction's cycles; `AD[address id]`: pending reads and
   writes per distinct address; `LOGT` / `LOGC`: the logs the statistics are computed from.
 
@@ -19,26 +20,25 @@ from dataclasses import dataclass
 import numpy as np
 
 # commands (memsim.commands.Cmd)
-RD, WR, RDA, WRA, ACT, PRE, REF, REFB, SRE, SRX = range(10)
-N_CMD = 10
+RD, WR, RDA, WRA, ACT, PRE, REF, REFB, SRE, SRX, PDE, PDX, REFSB, RFM = range(14)  # memsim.commands.Cmd
+N_CMD = 14
 CLOSED, OPEN, SREF = 0, 1, 2
 NEVER = 1 << 62
 ROW_HIT_CAP = 4
-RFQ_CAP = 1024  # pending refreshes per channel (a handful in practice)
 
 # K: configuration, then segment offsets into a CH row, then windows and the offset table
 (K_NB, K_BPR, K_RANKS, K_NQ, K_PER_BANK, K_CQ, K_TQ, K_UNIFIED, K_DUAL, K_FCFS, K_RD_CMD, K_WR_CMD, K_READ_DELAY,
- K_WRITE_DELAY, K_DRAIN, K_REF_POLICY, K_REF_INTERVAL, K_BG, K_BPG, K_NCH, K_NW, K_WCAP,
- O_E, O_BSTATE, O_OPEN_ROW, O_ROW_HITS, O_OPENR, O_ACTW_LEN, O_ACTW, O_QLEN, O_BOUND, O_RQ, O_WB, O_RFQ, O_Q,
- O_WIN, O_OFF_START, O_OFF_IDX, O_OFF_LAT) = range(39)  # fmt: skip
-K_HEADER = 39
+ K_WRITE_DELAY, K_DRAIN, K_REF_POLICY, K_REF_INTERVAL, K_BG, K_BPG, K_NCH, K_NW, K_WCAP, K_JEDEC, K_WBCAP,
+ O_E, O_BSTATE, O_OPEN_ROW, O_ROW_HITS, O_OPENR, O_ACTW_LEN, O_ACTW, O_QLEN, O_BOUND, O_RQ, O_WB, O_Q,
+ O_WIN, O_OFF_START, O_OFF_IDX, O_OFF_LAT, K_ALL_RANKS) = range(41)  # fmt: skip
+K_HEADER = 41
 REF_STAGGERED, REF_SIMULTANEOUS, REF_PER_BANK = 0, 1, 2
 
 # CH[ch, 0:S_SIZE]: per-channel scalars
 (S_NEXT_WAKE, S_LAST_ARRIVAL, S_WRITE_DRAINING, S_DIRTY, S_QUEUE_IDX, S_COUNT, S_IN_REFRESH, S_SKIP_LO, S_SKIP_HI,
- S_NEXT_DUE, S_REF_RANK, S_REF_BG, S_REF_BANK, S_RFQ_HEAD, S_RFQ_LEN, S_RQ_LEN, S_WB_LEN, S_CMD_LEN, S_COMP_LEN,
- S_IA_LEN, S_WL_LEN, S_DUAL_LEN, S_PWR_LEN, S_POWER_DIRTY, S_ONDEMAND) = range(25)  # fmt: skip
-S_SIZE = 25
+ S_NEXT_DUE, S_RFQ_HEAD, S_RFQ_LEN, S_RQ_LEN, S_WB_LEN, S_CMD_LEN, S_COMP_LEN,
+ S_IA_LEN, S_WL_LEN, S_DUAL_LEN, S_PWR_LEN, S_POWER_DIRTY, S_ONDEMAND) = range(22)  # fmt: skip
+S_SIZE = 22
 
 # fields of a queued command (aid = index of its address among the trace's distinct addresses)
 QF_CMD, QF_AID, QF_RANK, QF_BANK, QF_ROW, QF_COL = range(6)
@@ -69,6 +69,7 @@ class ChannelLayout:
     n_queues: int
     cmd_queue: int
     trans_queue: int
+    write_buffer: int
     n_windows: int
     window_cap: int
 
@@ -79,7 +80,7 @@ class ChannelLayout:
             O_E: (nb * N_CMD,), O_BSTATE: (nb,), O_OPEN_ROW: (nb,), O_ROW_HITS: (nb,), O_OPENR: (r,),
             O_ACTW_LEN: (r, self.n_windows), O_ACTW: (r, self.n_windows, self.window_cap),
             O_QLEN: (self.n_queues,), O_BOUND: (self.n_queues,), O_RQ: (self.trans_queue,),
-            O_WB: (self.trans_queue,), O_RFQ: (RFQ_CAP, 3), O_Q: (self.n_queues, self.cmd_queue, QF_SIZE),
+            O_WB: (self.write_buffer,), O_Q: (self.n_queues, self.cmd_queue, QF_SIZE),
         }  # fmt: skip
 
     def offsets(self) -> tuple[dict[int, int], int]:

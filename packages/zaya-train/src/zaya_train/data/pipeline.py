@@ -24,7 +24,8 @@ class PreparedData:
     shards: dict[str, Path]
 
 
-def _is_shard(source: SourceConfig) -> bool:
+def is_shard(source: SourceConfig) -> bool:
+    """Whether a source is an already prepared zarr shard (read as is, no tokenizing)."""
     return Path(source.path).suffix == ".zarr" and Path(source.path).is_dir()
 
 
@@ -43,13 +44,13 @@ def _prepare(cfg: DataConfig, cache: Path, progress: bool) -> PreparedData:
     raw = {
         name: list_documents(src, f"train.data.sources.{name}")
         for name, src in cfg.sources.items()
-        if not _is_shard(src)
+        if not is_shard(src)
     }
     texts = (text for docs in raw.values() for text in iter_texts(docs, cfg.tokenizer.train_max_bytes))
     tokenizer = load_tokenizer(cfg.tokenizer, texts if cfg.tokenizer.kind == "bpe" else None, cache / "tokenizers")
     train, val, paths = {}, {}, {}
     for name, src in sorted(cfg.sources.items()):
-        if _is_shard(src):
+        if is_shard(src):
             path = Path(src.path)
         else:
             path = _shard_path(cache, name, src, raw[name], tokenizer, cfg)

@@ -8,7 +8,7 @@ from zaya_config.atomic import write_atomic
 from zaya_train.metrics.writer import read_metrics
 
 
-def _save(fig, path: Path) -> None:
+def save_png(fig, path: Path) -> None:
     write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=110, bbox_inches="tight"))
 
 
@@ -37,7 +37,7 @@ def plot_run(run_dir: Path) -> list[Path]:
         ax.set_ylabel("cross-entropy (nats/token)")
         ax.set_title(f"{run_dir.name}: loss")
         ax.legend()
-        _save(fig, run_dir / "loss.png")
+        save_png(fig, run_dir / "loss.png")
         plt.close(fig)
         written.append(run_dir / "loss.png")
     loads = [r for r in train if r.get("expert_load")]
@@ -63,7 +63,10 @@ def plot_run(run_dir: Path) -> list[Path]:
         axes[1].set_ylabel("layer x expert")
         axes[1].set_title("expert load over training")
         fig.colorbar(im, ax=axes[1])
-        _save(fig, run_dir / "expert_load.png")
+        save_png(fig, run_dir / "expert_load.png")
         plt.close(fig)
         written.append(run_dir / "expert_load.png")
-    return written
+    from zaya_train.metrics.downstream_plot import plot_downstream
+
+    downstream = plot_downstream(run_dir)
+    return written if downstream is None else [*written, downstream]

@@ -1,0 +1,294 @@
+"""`ZayaDecoder`: autoregressive decoding at fixed shapes, for CUDA-graph replay at the memory roofline.
+
+Batch-1 decoding reads every weight once per token, so its floor is bytes / bandwidth; issued op by op from
+Python it is bound by kernel launches instead. Here one step (embed -> every layer -> LM head -> sampling)
+is a sequence of device ops on buffers whose shapes and addresses never change:
+- the `ZayaStaticCache` (keys/values, CCA conv and delayed-value state, valid slots, positions and the
+  slot index all on the device): no Python value depends on the position;
+- attention against the whole fixed-size cache with the invalid slots masked, the token's own key scored
+  apart (`ZayaCCAttention.decode`), so the cache write can follow in the same fused function;
+- MoE dispatch without host sync (`ZayaExperts.forward_decode`: gathered experts for a few pairs, the
+  grouped GEMM for more);
+- the next token chosen on the device (`sampling.py`), EOS handled by a device flag.
+So the step can be compiled once (`compile=True`: per-layer `torch.compile`, one graph for all layers but
+the first, which has no depth state) and recorded in one CUDA graph (`cuda_graph`, default on CUDA) that
+each `step()` replays with a single launch. On a CPU the same code runs eagerly; the prompt always takes
+the ordinary forward, writing its keys and values straight into the static buffers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from zaya_model.errors import ZayaModelError
+from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, grouped_mm_available
+from zaya_model.layers import rope_cos_sin
+from zaya_model.sampling import check_sampling, sample_tokens
+from zaya_model.static_cache import ZayaStaticCache
+
+if TYPE_CHECKING:
+    from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM
+
+
+def decode_inputs(
+    model: ZayaForCausalLM, tokens_B: torch.Tensor, positions_B: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(fp32 residual stream [B, 1, D], RoPE cos, sin [B, 1, rotary_dim]) of one token per row."""
+    cos, sin = rope_cos_sin(positions_B[:, None], model.rope_inv_freq)
+    return model.embed_scaling(model.embed(tokens_B[:, None])), cos, sin
+
+
+def decode_layer(
+    layer: ZayaDecoderLayer,
+    resid_B1D: torch.Tensor,
+    router_state: torch.Tensor | None,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    conv_state: torch.Tensor,
+    delayed_value: torch.Tensor,
+    valid_BS: torch.Tensor,
+    slot: torch.Tensor,
+    gather_max_pairs: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One layer of one step, then its state written into the static buffers at `slot` ([1], device)."""
+    resid_B1D, router_state, (key, value, qk, delayed) = layer.decode(
+        resid_B1D, router_state, (cos, sin), (keys, values, conv_state, delayed_value), valid_BS, gather_max_pairs
+    )
+    keys.index_copy_(2, slot, key)
+    values.index_copy_(2, slot, value)
+    conv_state.copy_(qk)
+    delayed_value.copy_(delayed)
+    return resid_B1D, router_state
+
+
+def decode_logits(model: ZayaForCausalLM, resid_B1D: torch.Tensor) -> torch.Tensor:
+    """fp32 logits [B, V] of the last residual stream."""
+    return model.lm_head(model.final_norm(resid_B1D))[:, 0].float()
+
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[None]:
+    """Eval mode (no router load counting) and no autograd, restoring the mode afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+class ZayaDecoder:
+    """Decodes `batch_size` rows of up to `max_len` positions (prompt + new tokens) with one model.
+
+    temperature / top_p / eos_token_id are fixed per decoder (they are part of the recorded step).
+    compile: False, True, or a dict of `torch.compile` options for the per-layer, input and head functions
+    (on CUDA: inductor; `mode` must not use cudagraphs, this class records its own graph).
+    cuda_graph: record the step in a CUDA graph (None: when the model is on CUDA, falling back to the
+    uncaptured step with a warning if capture fails; True: required).
+    generator: the sampling generator, on the model's device (None: the default one).
+    """
+
+    def __init__(
+        self,
+        model: ZayaForCausalLM,
+        batch_size: int,
+        max_len: int,
+        *,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        eos_token_id: int | None = None,
+        compile: bool | dict[str, Any] = False,
+        cuda_graph: bool | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        check_sampling(temperature, top_p)
+        weight = model.embed.weight
+        self.model, self.device = model, weight.device
+        self.cache = ZayaStaticCache(model.config, batch_size, max_len, self.device, weight.dtype)
+        self.temperature, self.top_p, self.eos_token_id, self.generator = temperature, top_p, eos_token_id, generator
+        self.tokens = torch.zeros(batch_size, dtype=torch.long, device=self.device)  # the step's input and output
+        self.finished = torch.zeros(batch_size, dtype=torch.bool, device=self.device)
+        self.logits: torch.Tensor | None = None  # fp32 [B, V] the last tokens were chosen from
+        self._inputs, self._layer, self._logits = decode_inputs, decode_layer, decode_logits
+        # compiled, the gathered experts are read in place (fused gather); eager, the grouped GEMM does that
+        self.gather_max_pairs = DECODE_GATHER_MAX_PAIRS if compile else 0
+        if compile:
+            self._compile({} if compile is True else dict(compile))
+        grouped_mm_available(self.device, weight.dtype)  # queries the device now: traced code reads a constant
+        if cuda_graph and self.device.type != "cuda":
+            raise ZayaModelError(f"cuda_graph=True needs the model on a CUDA device; it is on {self.device}")
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self._room = 0  # positions left in the cache (host-side count: no sync)
+        if cuda_graph or (cuda_graph is None and self.device.type == "cuda"):
+            try:
+                self._capture()
+            except Exception as err:
+                if cuda_graph:  # asked for explicitly: fail loudly
+                    raise
+                warnings.warn(
+                    f"CUDA graph capture failed ({type(err).__name__}: {err}); decoding step by step", stacklevel=2
+                )
+                self.cache.reset()
+
+    @property
+    def batch_size(self) -> int:
+        return self.cache.batch_size
+
+    @property
+    def max_len(self) -> int:
+        return self.cache.max_len
+
+    # ---------------------------------------------------------------- the step
+    def _compile(self, options: dict[str, Any]) -> None:
+        if "cudagraphs" in str(options.get("mode", "")) or options.get("mode") == "reduce-overhead":
+            raise ZayaModelError(f"compile mode {options['mode']!r} records CUDA graphs; use cuda_graph=True instead")
+        options = {"fullgraph": True, "dynamic": False, **options}
+        config = torch._dynamo.config  # the layers are one code object: room for a graph variant per layer
+        config.recompile_limit = max(getattr(config, "recompile_limit", 8), 2 * len(self.model.layers) + 8)
+        self._inputs = torch.compile(decode_inputs, **options)
+        self._layer = torch.compile(decode_layer, **options)
+        self._logits = torch.compile(decode_logits, **options)
+
+    def _step(self) -> torch.Tensor:
+        """Feed `tokens`, write the cache, leave the next tokens in `tokens`; the logits (device ops only)."""
+        model, cache = self.model, self.cache
+        resid, cos, sin = self._inputs(model, self.tokens, cache.positions)
+        router_state = None
+        for i, layer in enumerate(model.layers):
+            resid, router_state = self._layer(
+                layer, resid, router_state, cos, sin, *cache.layer(i), cache.valid, cache.length, self.gather_max_pairs
+            )
+        cache.advance()
+        logits = self._logits(model, resid)
+        self._choose(logits)
+        return logits
+
+    def _choose(self, logits_BV: torch.Tensor) -> None:
+        token = sample_tokens(logits_BV, self.temperature, self.top_p, self.generator)
+        if self.eos_token_id is not None:  # a finished row repeats EOS
+            token = torch.where(self.finished, torch.full_like(token, self.eos_token_id), token)
+            self.finished |= token == self.eos_token_id
+        self.tokens.copy_(token)
+
+    def _capture(self) -> None:
+        """Warm up (compiling, allocating) on a side stream, record one step, then forget the warm-up."""
+        with evaluating(self.model):
+            warm = torch.cuda.Stream(self.device)
+            warm.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(warm):
+                for _ in range(min(3, self.max_len)):
+                    self._step()
+            torch.cuda.current_stream(self.device).wait_stream(warm)
+            graph = torch.cuda.CUDAGraph()
+            if self.generator is not None and self.temperature > 0:
+                if not hasattr(graph, "register_generator_state"):
+                    raise ZayaModelError(
+                        "this torch cannot replay a custom generator in a CUDA graph; pass generator=None"
+                    )
+                graph.register_generator_state(self.generator)
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # other threads may use CUDA
+                self._graph_logits = self._step()  # lives in the graph's pool, refilled by each replay
+        self.graph = graph
+        self.cache.reset()
+
+    # ---------------------------------------------------------------- public
+    def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Start over with these (left-padded) prompts [B, T]; returns the first new tokens [B] (device)."""
+        if input_ids.ndim != 2 or input_ids.shape[0] != self.batch_size:
+            raise ZayaModelError(
+                f"input_ids must be [batch_size={self.batch_size}, seq], got shape {tuple(input_ids.shape)}"
+            )
+        T = input_ids.shape[1]
+        if self.max_len < T:
+            raise ZayaModelError(f"a prompt of {T} tokens does not fit the decoder's max_len {self.max_len}")
+        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.to(input_ids.dtype)
+        if mask.shape != input_ids.shape:
+            raise ZayaModelError(
+                f"attention_mask shape {tuple(mask.shape)} differs from input_ids {(self.batch_size, T)}"
+            )
+        self.cache.reset()
+        self.finished.zero_()
+        view = self.cache.prompt_view()
+        positions = (mask.cumsum(dim=-1) - 1).clamp_min(0)  # positions count real tokens only
+        with evaluating(self.model):
+            self.logits = self.model(input_ids, attention_mask=mask, position_ids=positions, cache=view)[:, -1]
+            self.cache.finish_prompt(view, mask, positions[:, -1] + 1)
+            self._choose(self.logits)
+        self._room = self.max_len - T
+        return self.tokens
+
+    def step(self) -> torch.Tensor:
+        """Feed the last tokens, return the next ones [B] (device; overwritten by the next step, as is
+        `logits`, what they were chosen from)."""
+        if self._room <= 0:
+            raise ZayaModelError(
+                f"the decoder's cache ({self.max_len} positions) is full, or prefill() was not called; "
+                "make a decoder with a larger max_len"
+            )
+        if self.graph is not None:
+            self.graph.replay()
+            self.logits = self._graph_logits
+        else:
+            with evaluating(self.model):
+                self.logits = self._step()
+        self._room -= 1
+        return self.tokens
+
+    def generate(
+        self, input_ids: torch.Tensor, max_new_tokens: int, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Prompt + up to max_new_tokens tokens [B, T + n]; stops early once every row has emitted EOS
+        (checked every 8 steps under a CUDA graph, every step otherwise), finished rows filled with EOS."""
+        if max_new_tokens < 0:
+            raise ZayaModelError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+        T = input_ids.shape[1]
+        if T + max_new_tokens > self.max_len:
+            raise ZayaModelError(
+                f"prompt ({T}) + max_new_tokens ({max_new_tokens}) exceed the decoder's max_len {self.max_len}"
+            )
+        if max_new_tokens == 0:
+            return input_ids.clone()
+        eos = self.eos_token_id
+        out = torch.full((self.batch_size, max_new_tokens), 0 if eos is None else eos, device=self.device)
+        out[:, 0] = self.prefill(input_ids, attention_mask)
+        check_every = 8 if self.graph is not None else 1
+        for i in range(1, max_new_tokens):
+            if eos is not None and i % check_every == 0 and bool(self.finished.all()):
+                break
+            out[:, i] = self.step()
+        return torch.cat((input_ids, out[:, : self._stop(out)]), dim=1)
+
+    def stream(
+        self, input_ids: torch.Tensor, max_new_tokens: int, attention_mask: torch.Tensor | None = None
+    ) -> Iterator[torch.Tensor]:
+        """Yield each step's new tokens [B] (on the host) as soon as they exist; stops when every row is done."""
+        if input_ids.shape[1] + max_new_tokens > self.max_len:
+            raise ZayaModelError(
+                f"prompt ({input_ids.shape[1]}) + max_new_tokens ({max_new_tokens}) exceed max_len {self.max_len}"
+            )
+        done = torch.zeros(self.batch_size, dtype=torch.bool)
+        for i in range(max_new_tokens):
+            token = (self.prefill(input_ids, attention_mask) if i == 0 else self.step()).cpu()
+            yield token
+            if self.eos_token_id is not None:
+                done |= token == self.eos_token_id
+                if bool(done.all()):
+                    return
+
+    def _stop(self, out: torch.Tensor) -> int:
+        """Columns to keep: up to the step at which the last row emitted EOS (all, if some row never did)."""
+        if self.eos_token_id is None:
+            return out.shape[1]
+        is_eos = out == self.eos_token_id
+        if not bool(is_eos.any(dim=1).all()):
+            return out.shape[1]
+        return int(is_eos.int().argmax(dim=1).max()) + 1

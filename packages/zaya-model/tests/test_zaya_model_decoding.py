@@ -1,0 +1,219 @@
+"""Fast decoding: the static-cache step equals the dynamic cache and the full forward; no recompilation per
+position; device sampling; the CUDA-graph path (GPU only)."""
+
+import pytest
+import torch
+from zaya_model import ZayaCache, ZayaDecoder, ZayaModelError, sample_tokens
+
+
+@pytest.fixture
+def model(small_config, randomized_model):
+    return randomized_model(small_config(), seed=5, skip_bias=0.05)  # some tokens take the skip route
+
+
+def _prompts(model, B=2, T=5, pad=2, seed=0):
+    ids = torch.randint(1, model.config.vocab_size, (B, T), generator=torch.Generator().manual_seed(seed))
+    mask = torch.ones_like(ids)
+    mask[0, :pad] = 0  # row 0 is left-padded
+    ids[0, :pad] = 0
+    return ids, mask
+
+
+def _decode(decoder, ids, mask, steps):
+    """(tokens [B, steps + 1], the logits each was chosen from [steps + 1, B, V])."""
+    tokens, logits = [decoder.prefill(ids, mask).clone()], [decoder.logits.clone()]
+    for _ in range(steps):
+        tokens.append(decoder.step().clone())
+        logits.append(decoder.logits.clone())
+    return torch.stack(tokens, 1), torch.stack(logits)
+
+
+def test_static_decode_equals_dynamic_cache_and_full_forward(model):
+    ids, mask = _prompts(model)
+    steps = 6
+    tokens, static_logits = _decode(ZayaDecoder(model, 2, 12), ids, mask, steps)
+    # the full (uncached) forward over prompt + generated tokens
+    seq = torch.cat((ids, tokens[:, :-1]), 1)
+    full_mask = torch.cat((mask, torch.ones_like(tokens[:, :-1])), 1)
+    positions = (full_mask.cumsum(-1) - 1).clamp_min(0)
+    with torch.no_grad():
+        full = model(seq, attention_mask=full_mask, position_ids=positions)[:, ids.shape[1] - 1 :]
+    assert torch.allclose(static_logits.transpose(0, 1), full, atol=1e-5, rtol=1e-5)
+    # the dynamic cache, one token at a time
+    cache, dynamic = ZayaCache(model.config, 2, 12), []
+    with torch.no_grad():
+        dynamic.append(model(ids, attention_mask=mask, position_ids=positions[:, : ids.shape[1]], cache=cache)[:, -1])
+        for t in range(steps):
+            m = full_mask[:, : ids.shape[1] + t + 1]
+            pos = positions[:, ids.shape[1] + t : ids.shape[1] + t + 1]
+            dynamic.append(model(tokens[:, t : t + 1], attention_mask=m, position_ids=pos, cache=cache)[:, -1])
+    assert torch.allclose(static_logits, torch.stack(dynamic), atol=1e-5, rtol=1e-5)
+    assert torch.equal(tokens, static_logits.argmax(-1).T)  # greedy picks the argmax
+
+
+def test_decoder_is_reusable_and_stream_matches_generate(model):
+    ids, mask = _prompts(model, seed=1)
+    decoder = ZayaDecoder(model, 2, 14)
+    first = decoder.generate(ids, 8, mask)
+    assert torch.equal(decoder.generate(ids, 8, mask), first)  # a second request starts from scratch
+    streamed = torch.stack(list(decoder.stream(ids, 8, mask)), 1)
+    assert torch.equal(streamed, first[:, ids.shape[1] :])
+
+
+def test_many_rows_take_the_grouped_dispatch_and_match_few(small_config, randomized_model):
+    """12 rows (> 8 pairs) use the grouped path where it exists, else the gathered one; both equal the forward."""
+    model = randomized_model(small_config(), seed=6, skip_bias=0.05)
+    ids = torch.randint(1, model.config.vocab_size, (12, 4), generator=torch.Generator().manual_seed(2))
+    out = model.generate(ids, 4)
+    with torch.no_grad():
+        logits = model(out)
+    assert torch.equal(out[:, 4:], logits[:, 3:-1].argmax(-1))
+
+
+def test_gathered_experts_equal_the_sorted_dispatch(small_config):
+    from zaya_model.experts import ZayaExperts
+
+    cfg = small_config(num_experts_per_tok=2, moe_backend="loop")
+    torch.manual_seed(0)
+    experts = ZayaExperts(cfg)
+    with torch.no_grad():
+        experts.gate_up.normal_(0, 0.2)
+        experts.down.normal_(0, 0.2)
+    x = torch.randn(5, cfg.hidden_size)
+    choice = torch.tensor([[0, 4], [3, 1], [4, 2], [2, 0], [1, 3]])  # 4 = skip
+    weight = torch.rand(5, 2).masked_fill(choice == 4, 0.0)
+    with torch.no_grad():
+        assert torch.allclose(
+            experts.forward_gathered(x, choice, weight), experts(x, choice, weight), atol=1e-5, rtol=1e-5
+        )
+
+
+@pytest.mark.slow
+def test_compiled_step_never_recompiles_across_positions(model):
+    """One compile for the first steps, then every later position reuses it (positions are device tensors)."""
+    torch._dynamo.reset()
+    ids, mask = _prompts(model, seed=3)
+    eager_tokens, eager_logits = _decode(ZayaDecoder(model, 2, 16), ids, mask, 8)
+    compiled = ZayaDecoder(model, 2, 16, compile={"backend": "aot_eager"})
+    compiled.prefill(ids, mask)
+    compiled.step()  # compiles: inputs, the first layer, the other layers, the head
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        tokens, logits = _decode(compiled, ids, mask, 8)
+    assert torch.equal(tokens, eager_tokens)
+    assert torch.allclose(logits, eager_logits, atol=1e-5, rtol=1e-5)
+
+
+def test_eos_rows_stop_and_the_decoder_stops_when_all_have(model):
+    ids, mask = _prompts(model, seed=5)
+    free = ZayaDecoder(model, 2, 12).generate(ids, 6, mask)[:, 5:]
+    eos = int(free[0, 1])
+    assert eos != int(free[0, 0]) and eos not in free[1].tolist(), "pick another seed: EOS must be new"
+    out = ZayaDecoder(model, 2, 12, eos_token_id=eos).generate(ids, 6, mask)[:, 5:]
+    assert torch.equal(out[0], torch.tensor([int(free[0, 0]), eos, eos, eos, eos, eos]))
+    assert torch.equal(out[1], free[1])
+    alone = ZayaDecoder(model, 1, 12, eos_token_id=eos).generate(ids[:1], 6, mask[:1])
+    assert alone.shape == (1, 5 + 2)
+
+
+def test_decoder_rejects_what_does_not_fit(model):
+    decoder = ZayaDecoder(model, 2, 8)
+    ids = torch.ones(2, 4, dtype=torch.long)
+    with pytest.raises(ZayaModelError, match="prefill"):
+        decoder.step()
+    with pytest.raises(ZayaModelError, match="batch_size=2"):
+        decoder.prefill(ids[:1])
+    with pytest.raises(ZayaModelError, match="max_len 8"):
+        decoder.generate(ids, 5)
+    decoder.prefill(ids)
+    for _ in range(4):
+        decoder.step()
+    with pytest.raises(ZayaModelError, match="is full"):
+        decoder.step()
+    with pytest.raises(ZayaModelError, match="max_position_embeddings"):
+        ZayaDecoder(model, 1, model.config.max_position_embeddings + 1)
+    with pytest.raises(ZayaModelError, match="CUDA device"):
+        ZayaDecoder(model, 1, 8, cuda_graph=True)
+    with pytest.raises(ZayaModelError, match="cuda_graph=True instead"):
+        ZayaDecoder(model, 1, 8, compile={"mode": "reduce-overhead"})
+    with pytest.raises(ZayaModelError, match="temperature"):
+        ZayaDecoder(model, 1, 8, temperature=-1.0)
+
+
+def test_sampling_draws_from_the_nucleus_in_proportion():
+    """The exponential race samples like multinomial: frequencies match the renormalised top-p probabilities."""
+    logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05])).expand(40000, 4)
+    gen = torch.Generator().manual_seed(0)
+    freq = torch.bincount(sample_tokens(logits, 1.0, 1.0, gen), minlength=4) / 40000
+    assert torch.allclose(freq, torch.tensor([0.5, 0.3, 0.15, 0.05]), atol=0.01)
+    nucleus = torch.bincount(sample_tokens(logits, 1.0, 0.7, gen), minlength=4) / 40000  # keeps 0.5 + 0.3
+    assert torch.allclose(nucleus, torch.tensor([0.625, 0.375, 0.0, 0.0]), atol=0.01)
+    sharp = torch.bincount(sample_tokens(logits, 0.25, 1.0, gen), minlength=4) / 40000
+    expected = torch.softmax(logits[0] / 0.25, -1)
+    assert torch.allclose(sharp, expected, atol=0.01)
+    assert torch.equal(sample_tokens(logits[:3], 0.0, 0.5), torch.zeros(3, dtype=torch.long))
+
+
+# ---------------------------------------------------------------- on the GPU
+
+
+def _cuda_model(small_config, randomized_model, dtype):
+    model = randomized_model(small_config(num_hidden_layers=4), seed=7, skip_bias=0.05)
+    return model.to(device="cuda", dtype=dtype)
+
+
+@pytest.mark.gpu
+def test_cuda_graph_decode_equals_eager_decode_fp32(small_config, randomized_model):
+    model = _cuda_model(small_config, randomized_model, torch.float32)
+    ids, mask = (t.cuda() for t in _prompts(model, seed=8))
+    eager_tokens, eager_logits = _decode(ZayaDecoder(model, 2, 40, cuda_graph=False), ids, mask, 30)
+    graph = ZayaDecoder(model, 2, 40, cuda_graph=True)
+    assert graph.graph is not None
+    tokens, logits = _decode(graph, ids, mask, 30)
+    assert torch.equal(tokens, eager_tokens)
+    assert torch.allclose(logits, eager_logits, atol=1e-4, rtol=1e-4)
+    with torch.no_grad():  # and both equal the full forward's argmax
+        seq = torch.cat((ids, tokens[:, :-1]), 1)
+        full_mask = torch.cat((mask, torch.ones_like(tokens[:, :-1])), 1)
+        full = model(seq, attention_mask=full_mask, position_ids=(full_mask.cumsum(-1) - 1).clamp_min(0))
+    assert torch.equal(tokens, full[:, ids.shape[1] - 1 :].argmax(-1))
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [1, 16])
+def test_compiled_cuda_graph_decode_bf16_matches_eager_tokens(small_config, randomized_model, batch):
+    """What the benchmark runs (bf16, inductor, one CUDA graph): the eager path's greedy tokens, one by one."""
+    torch._dynamo.reset()
+    model = _cuda_model(small_config, randomized_model, torch.bfloat16)
+    ids = torch.randint(1, model.config.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(9)).cuda()
+    eager = ZayaDecoder(model, batch, 48, cuda_graph=False).generate(ids, 40)
+    fast = ZayaDecoder(model, batch, 48, compile=True, cuda_graph=True)
+    assert torch.equal(fast.generate(ids, 40), eager)
+    assert torch.equal(fast.generate(ids, 40), eager)  # replays again from a fresh prompt
+
+
+@pytest.mark.gpu
+def test_cuda_graph_sampling_is_seeded(small_config, randomized_model):
+    model = _cuda_model(small_config, randomized_model, torch.float32)
+    ids = torch.randint(1, model.config.vocab_size, (2, 4), generator=torch.Generator().manual_seed(10)).cuda()
+
+    def sample(seed):
+        gen = torch.Generator("cuda").manual_seed(seed)
+        return ZayaDecoder(model, 2, 20, temperature=0.9, top_p=0.9, generator=gen, cuda_graph=True).generate(ids, 12)
+
+    assert torch.equal(sample(1), sample(1))
+    assert not torch.equal(sample(1), sample(2))
+
+
+def test_the_forward_path_for_sharded_models_generates_the_same_tokens(model):
+    """FSDP-sharded models decode through the ordinary forward (module hooks fire): same tokens, same EOS rule."""
+    from zaya_model.generation import _generate_through_forward
+
+    ids, mask = _prompts(model, seed=5)
+    free = model.generate(ids, 6, attention_mask=mask)
+    assert torch.equal(_generate_through_forward(model, ids, 6, 0.0, 1.0, mask, None, None), free)
+    eos = int(free[0, 6])
+    assert torch.equal(
+        _generate_through_forward(model, ids, 6, 0.0, 1.0, mask, eos, None),
+        model.generate(ids, 6, attention_mask=mask, eos_token_id=eos),
+    )

@@ -1,0 +1,98 @@
+"""`zaya model generate` as a real subprocess: a trained run dir (its checkpoint, phase and tokenizer) and a
+HF folder with a tokenizer.json; the streamed text is what `model.generate` gives; clear errors."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+
+def _generate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "zaya_train.model_cli", "generate", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def trained(make_trainer, tmp_path) -> tuple[Path, dict[str, torch.Tensor]]:
+    """A real run dir: 6 steps of the byte-tokenizer tiny model, checkpoints at 4 and 6, config.yaml as the
+    pretrain service writes it (the model, train and recipe groups); and the weights the run ended with."""
+    from omegaconf import OmegaConf
+    from zaya_model import ZayaConfig
+    from zaya_train.config import CheckpointConfig
+
+    run = tmp_path / "run"
+    trainer = make_trainer(run_dir=run, checkpoint=CheckpointConfig(every_steps=4), max_steps=6)
+    trainer.run()
+    groups = {"model": ZayaConfig.from_preset("zaya1-tiny"), "train": trainer.cfg, "recipe": trainer.recipe}
+    (run / "config.yaml").write_text(OmegaConf.to_yaml({k: OmegaConf.structured(v) for k, v in groups.items()}))
+    return run, {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+
+
+@pytest.mark.slow
+def test_generate_from_a_run_dir_streams_what_the_model_generates(trained):
+    from zaya_train.trained_model import load_trained
+
+    run_dir, _ = trained
+    proc = _generate(str(run_dir), "--prompt", "def ", "-n", "24", "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "checkpoint step 6" in proc.stderr and "tokens/s" in proc.stderr
+    loaded = load_trained(run_dir, torch.device("cpu"), torch.float32)
+    tok = loaded.tokenizer
+    ids = torch.as_tensor(tok.encode("def "), dtype=torch.long)[None]
+    out = loaded.model.generate(ids, 24, eos_token_id=tok.eos_id)[0, ids.shape[1] :].tolist()
+    out = out[: out.index(tok.eos_id)] if tok.eos_id in out else out
+    assert proc.stdout == "def " + tok.decode(out) + "\n"
+
+
+@pytest.mark.slow
+def test_a_run_dir_loads_the_weights_the_run_ended_with(trained):
+    from zaya_model import hf_keys
+    from zaya_train.trained_model import load_trained
+
+    run_dir, final = trained
+    loaded = load_trained(run_dir, torch.device("cpu"), torch.float32).model.state_dict()
+    weights = [k for k in final if not k.endswith(hf_keys.OURS_ONLY_SUFFIXES)]
+    assert weights and all(torch.equal(loaded[k], final[k]) for k in weights)
+
+
+def test_generate_from_a_hf_folder_with_its_tokenizer(tmp_path):
+    from zaya_model import ZayaConfig, build_model, save_hf
+    from zaya_train.data.tokenizers import train_bpe
+
+    texts = [f"def f{i}(x):\n    return x + {i}\n" for i in range(200)]
+    tok_file = train_bpe(texts, 300, "<|endoftext|>", tmp_path / "hf" / "tokenizer.json")
+    from tokenizers import Tokenizer
+
+    eos = Tokenizer.from_file(str(tok_file)).token_to_id("<|endoftext|>")
+    torch.manual_seed(0)
+    save_hf(build_model(ZayaConfig.from_preset("zaya1-tiny", eos_token_id=eos)), tmp_path / "hf")
+    proc = _generate(str(tmp_path / "hf"), "--prompt", "def f", "-n", "8", "--temperature", "0.8", "--top-p", "0.9")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("def f") and str(tmp_path / "hf") in proc.stderr
+
+
+def test_bad_inputs_fail_with_one_clear_line(tmp_path):
+    proc = _generate(str(tmp_path), "--prompt", "x")
+    assert proc.returncode == 2 and "neither a run dir" in proc.stderr
+    proc = _generate(str(tmp_path), "--prompt", "x", "--dtype", "fp8")
+    assert proc.returncode == 2 and "--dtype 'fp8'" in proc.stderr
+
+
+def test_a_bpe_run_finds_its_trained_tokenizer_again(make_trainer, tiny_sources, tmp_path):
+    from omegaconf import OmegaConf
+    from zaya_train.config import DataConfig, TokenizerConfig
+    from zaya_train.trained_model import _run_tokenizer
+
+    data = DataConfig(
+        sources=dict(tiny_sources),
+        val_fraction=0.2,
+        tokenizer=TokenizerConfig(kind="bpe", vocab_size=300),
+        cache_dir=str(tmp_path / "cache"),
+    )
+    trainer = make_trainer(data=data)
+    cfg = OmegaConf.create({"train": OmegaConf.structured(trainer.cfg)})
+    found = _run_tokenizer(cfg, trainer.cfg)
+    assert found.describe() == trainer.data.tokenizer.describe()  # the same file: same fingerprint and path
