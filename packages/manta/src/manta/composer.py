@@ -8,7 +8,7 @@ from typing import Any
 
 from manta.catalog import Catalog, load_catalog
 from manta.concept_keeping import (
-    drop_style_adapters_beaten_by_checkpoints,
+    drop_adapters_beaten_by_checkpoints,
     keep_relevant_candidates,
     keep_suitable_bases,
 )
@@ -68,7 +68,7 @@ class Composer:
             if not plan_cost(self.index.entry(p), [], limits).violations(limits)
         }
         found = keep_suitable_bases(found, self.index, fitting, self.settings.style_fit_floor)
-        found = drop_style_adapters_beaten_by_checkpoints(found, self.index, fitting)
+        found = drop_adapters_beaten_by_checkpoints(found, self.index, fitting, self.settings.concept_relevance_floor)
         problem = CompositionProblem(
             self.index,
             found,

@@ -7,9 +7,9 @@ Two filters run before the solver, so the optimum and every diverse alternative 
 - when the prompt names a style, only checkpoints whose style fit (cosine to the style concepts) is at least
   `style_fit_floor` x the best style fit among checkpoints that fit the machine stay (no photoreal
   checkpoint for an ukiyo-e print).
-- a style adapter whose relevance to its style concept is below the best style fit of a checkpoint that
-  fits is dropped: that checkpoint draws the style better than the adapter could (no line-art LoRA on top
-  of the pixel-art checkpoint for "pixel art").
+- an adapter is dropped unless `concept_relevance_floor` x its relevance exceeds the best cosine of a fitting
+  checkpoint of its family to the same concept: that checkpoint draws the concept by itself (no line-art
+  LoRA on top of the pixel-art checkpoint for "pixel art", no star LoRA for the base's "purple circle").
 The diversity sampler then rejects any plan that covers fewer concepts than the optimum does.
 """
 
@@ -63,15 +63,27 @@ def covered_concepts(picks) -> frozenset[int]:
     return frozenset(p.concept for p in picks)
 
 
-def drop_style_adapters_beaten_by_checkpoints(
-    retrieval: Retrieval, index: CatalogIndex, fitting: set[int]
+def drop_adapters_beaten_by_checkpoints(
+    retrieval: Retrieval, index: CatalogIndex, fitting: set[int], floor: float
 ) -> Retrieval:
-    """Drop style-concept candidates less relevant to their style than the best fitting checkpoint is."""
-    styles = [i for i, c in enumerate(retrieval.concepts) if c.kind == "style"]
-    positions = [p for p in index.checkpoint_positions if int(p) in fitting]
-    if not styles or not positions:
+    """Drop candidates that a fitting checkpoint of their family already serves about as well.
+
+    A candidate stays only if `floor` x its relevance exceeds the best cosine of a fitting same-family
+    checkpoint to its concept: the checkpoint draws a plain circle or the pixel-art style by itself, and an
+    adapter that is barely (or not) more relevant than the checkpoint only pulls the image elsewhere.
+    """
+    positions = [int(p) for p in index.checkpoint_positions if int(p) in fitting]
+    if not positions or not retrieval.candidates:
         return retrieval
-    scores_SB = index.embeddings_ND[positions] @ retrieval.concepts_CD[styles].T
-    best = dict(zip(styles, scores_SB.max(axis=0).tolist(), strict=True))
-    kept = [c for c in retrieval.candidates if c.concept not in best or c.relevance >= best[c.concept]]
+    scores_BC = index.embeddings_ND[positions] @ retrieval.concepts_CD.T
+    best: dict[tuple[str, int], float] = {}
+    for row, p in enumerate(positions):
+        family = index.entry(p).base_family
+        for c in range(scores_BC.shape[1]):
+            best[(family, c)] = max(best.get((family, c), -np.inf), float(scores_BC[row, c]))
+    kept = [
+        c
+        for c in retrieval.candidates
+        if floor * c.relevance > best.get((index.entry(c.position).base_family, c.concept), -np.inf)
+    ]
     return replace(retrieval, candidates=kept)
