@@ -235,14 +235,26 @@ def example_catalog_path() -> Path:
     return Path(str(files("manta.data").joinpath("example_catalog.jsonl")))
 
 
+# Catalogs shipped with the package, by name: the art-style example, everyday subjects (COCO's kinds of
+# scenes: animals, vehicles, sports, food, rooms, streets; hand-written like the example), the tiny world.
+SHIPPED_CATALOGS = {
+    EXAMPLE_CATALOG: ("example_catalog.jsonl",),
+    "everyday": ("everyday_catalog.jsonl",),
+    WORLD_CATALOG: ("world", "catalog.jsonl"),
+}
+
+
 def load_catalog(path: str | Path) -> Catalog:
-    """Load and validate a catalog from .jsonl, .csv or .parquet (`example` = the shipped one); a relative
-    `path` is taken relative to the catalog file's folder; `world` = the tiny world's catalog."""
-    if str(path) == WORLD_CATALOG:
-        path = Path(str(files("manta.data").joinpath("world", "catalog.jsonl")))
-    path = example_catalog_path() if str(path) == EXAMPLE_CATALOG else Path(path)
+    """Load and validate a catalog from .jsonl, .csv or .parquet, or a shipped one by name (`example`,
+    `everyday`, `world`); relative entry paths are taken relative to the catalog file's folder."""
+    if str(path) in SHIPPED_CATALOGS:
+        path = Path(str(files("manta.data").joinpath(*SHIPPED_CATALOGS[str(path)])))
+    path = Path(path)
     if not path.is_file():
-        raise MantaError(f"catalog file {path} does not exist; pass a .jsonl, .csv or .parquet file or 'example'")
+        raise MantaError(
+            f"catalog file {path} does not exist; pass a .jsonl, .csv or .parquet file or one of "
+            f"{', '.join(SHIPPED_CATALOGS)}"
+        )
     reader = _READERS.get(path.suffix.lower())
     if reader is None:
         raise MantaError(f"catalog {path}: unknown format {path.suffix!r}; allowed: {', '.join(_READERS)}")

@@ -55,7 +55,9 @@ def _setup(
 def compose_command(
     prompt: str = typer.Argument(..., help="What the image should show"),
     hardware: str = typer.Option("desktop-24gb", "--hardware", "-H", help="manta_hardware preset"),
-    catalog: str = typer.Option("example", "--catalog", "-c", help=".jsonl/.csv/.parquet catalog or 'example'"),
+    catalog: str = typer.Option(
+        "example", "--catalog", "-c", help=".jsonl/.csv/.parquet catalog, or a shipped one: example, everyday, world"
+    ),
     batch: int = typer.Option(4, "--batch", "-n", help="Images (plans) in the batch"),
     cost_budget: float = typer.Option(None, "--cost-budget", help="Max price per image (default: unlimited)"),
     model_path: str = typer.Option(None, "--model-path", help="Local sentence-transformers folder"),
@@ -119,11 +121,18 @@ def eval_command(
         None, "--hardware", "-H", help="manta_hardware preset (default: tiny-cpu for the world, else desktop-24gb)"
     ),
     catalog: str = typer.Option(
-        None, "--catalog", "-c", help="Catalog (default: the world's; 'example' for plan-metrics)"
+        None,
+        "--catalog",
+        "-c",
+        help="Catalog file or shipped name: example, everyday, world (default: the world's; example for plan-metrics)",
     ),
     batch: int = typer.Option(4, "--batch", "-n", help="Images (plans) per prompt"),
     prompts: Path = typer.Option(None, "--prompts", help="Text file, one prompt a line"),
-    coco: Path = typer.Option(None, "--coco", help="Local COCO captions JSON to draw prompts from"),
+    coco: str = typer.Option(
+        None,
+        "--coco",
+        help="COCO captions JSON to draw prompts from ('shipped': 1,000 COCO val2014 images' captions in manta)",
+    ),
     limit: int = typer.Option(None, "--limit", help="Use at most this many prompts"),
     steps: int = typer.Option(20, "--steps", help="Denoising steps per rendered image"),
     model_path: str = typer.Option(None, "--model-path", help="Local sentence-transformers folder"),
@@ -165,9 +174,7 @@ def eval_command(
         console.print(f"winrates.json and winrates.png written to {out}")
 
 
-def _prompt_texts(
-    prompts: Path | None, coco: Path | None, limit: int | None, seed: int
-) -> tuple[list[str] | None, str]:
+def _prompt_texts(prompts: Path | None, coco: str | None, limit: int | None, seed: int) -> tuple[list[str] | None, str]:
     from manta.errors import MantaError
     from manta.evaluation.prompts import load_coco_captions
 
