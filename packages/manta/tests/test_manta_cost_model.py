@@ -10,6 +10,22 @@ from manta.cost_model import check, fit_costs
 from manta.errors import MantaError
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_costs.py"
+RECORDED = sorted((BENCH.parent / "results").glob("costs-*/costs.json"))
+
+
+def test_recorded_costs_include_the_tiny_world_on_cpu():
+    archs = {r["arch"] for path in RECORDED for r in json.loads(path.read_text())["measurements"]}
+    assert "tiny-world" in archs
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=[p.parent.name for p in RECORDED])
+def test_the_fitted_cost_model_predicts_recorded_measurements_within_20_percent(path):
+    recorded = json.loads(path.read_text())
+    rows = [{k: r[k] for k in ("arch", "ranks", "peak_bytes", "seconds_per_image")} for r in recorded["measurements"]]
+    assert {len(r["ranks"]) for r in rows} == {0, 1, 2, 3} and {max(r["ranks"], default=4) for r in rows} >= {4, 128}
+    checked = check(fit_costs(rows), rows)
+    worst = max(max(r["peak_bytes_error"], r["seconds_per_image_error"]) for r in checked)
+    assert worst <= 0.20, worst
 
 
 def test_fit_recovers_a_linear_cost_and_reports_errors():
