@@ -1,16 +1,22 @@
 """Benchmark: measured peak memory and seconds per image of SD 1.5 / SDXL / the tiny world with 0-3 LoRAs of
 rank 4-128, and the cost model (`manta.cost_model`) fitted to them.
 
-    python packages/manta/benchmarks/bench_costs.py --device cuda --out OUT      # on a GPU (H200: ~3 min)
-    python packages/manta/benchmarks/bench_costs.py --smoke --out OUT            # CPU, scaled-down configs
+    # one H200, from the repository root (infra/device/setup.sh installs the carried wheels listed in
+    # BENCHMARKS.md: diffusers, peft, transformers, ...); about 3 minutes
+    source infra/device/setup.sh && python3 packages/manta/benchmarks/bench_costs.py --device cuda \
+        --arch sd15 sdxl --steps 20 --out $OUT
+    python packages/manta/benchmarks/bench_costs.py --arch tiny-world --repeats 5 --out OUT   # the tiny world, CPU
+    python packages/manta/benchmarks/bench_costs.py --smoke --out OUT     # CPU, scaled-down configs (CI)
 
 The UNets, VAEs and text encoders are built locally from the published model configs (SD 1.5: the
 runwayml v1-5 `unet/config.json` etc.; SDXL: the stabilityai base-1.0 configs), with random weights: cost
 depends on shapes, not on weight values. LoRAs are peft adapters on every attention and feed-forward
 projection, all active and unfused. One image = text encoding, `--steps` guided UNet steps (batch 2) and a
 VAE decode. Peak memory is `torch.cuda.max_memory_allocated` on a GPU; on a CPU it is the bytes of weights
-held (parameters and buffers), the memory a CPU run cannot do without. Writes `costs.json` (measurements,
-fitted model, every prediction's error) and `costs.png`.
+held (parameters and buffers), the memory a CPU run cannot do without. Seconds are the fastest of
+`--repeats` images: wall time on a GPU, the process's CPU time on a CPU (one thread; wall time on a shared
+machine measures its neighbours). Writes `costs.json` (command, devices, clocks, measurements, fitted model,
+every prediction's error) and `costs.png`.
 """
 
 from __future__ import annotations
