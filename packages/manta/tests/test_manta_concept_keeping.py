@@ -5,8 +5,10 @@ print, and oil-impasto / line-art adapters or no cat at all for a watercolor cat
 from collections import defaultdict
 
 import pytest
-from manta.composer import limits_from_config
+from manta.catalog import load_catalog
+from manta.composer import Composer, build_index, limits_from_config
 from manta.concept_keeping import style_fit
+from manta.config import MantaConfig
 from manta.limits import plan_cost
 
 PROMPTS = (
@@ -59,3 +61,13 @@ def test_the_watercolor_cat_keeps_its_cat_and_its_watercolor(composer):
         ids = {a.id for a in plan.adapters}
         assert ids & {"cat-breeds", "cat-xl"} and ids & {"watercolor-wash", "watercolor-xl"}
         assert not ids & {"oil-impasto", "lineart-sketch", "pixel-art-16bit"}
+
+
+def test_adapters_a_checkpoint_already_serves_are_dropped(embedder, cache_dir):
+    world = Composer(build_index(load_catalog("world"), embedder, cache_dir), embedder, MantaConfig())
+    limits = limits_from_config("tiny-cpu")
+    for plan in world.compose("a purple circle with stripes, pixel art", limits, batch=2):
+        # the flat base draws circles and the pixel-art checkpoint pixel art: only the stripes LoRA is left
+        assert plan.base_id == "tiny-pixel" and [a.id for a in plan.adapters] == ["lora-stripes"]
+    for plan in world.compose("a yellow heart", limits, batch=2):
+        assert [a.id for a in plan.adapters] == ["lora-heart"]  # no checkpoint draws hearts

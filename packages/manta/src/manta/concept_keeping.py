@@ -1,12 +1,12 @@
 """What keeps every plan of a batch faithful to the prompt, however diverse the batch is.
 
-Two filters run before the solver, so the optimum and every diverse alternative obey them alike:
+Three filters run before the solver, so the optimum and every diverse alternative obey them alike:
 - per concept and base family, only adapters whose relevance is at least `concept_relevance_floor` x the
   best relevance of that concept in that family stay candidates (no oil-impasto adapter for "watercolor"
   because it was the next most novel one);
 - when the prompt names a style, only checkpoints whose style fit (cosine to the style concepts) is at least
   `style_fit_floor` x the best style fit among checkpoints that fit the machine stay (no photoreal
-  checkpoint for an ukiyo-e print).
+  checkpoint for an ukiyo-e print);
 - an adapter is dropped unless `concept_relevance_floor` x its relevance exceeds the best cosine of a fitting
   checkpoint of its family to the same concept: that checkpoint draws the concept by itself (no line-art
   LoRA on top of the pixel-art checkpoint for "pixel art", no star LoRA for the base's "purple circle").
