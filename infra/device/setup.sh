@@ -1,9 +1,10 @@
 # Source this on a lent GPU machine (torch present, hydra/omegaconf/zarr not) from the repository root:
 #     source infra/device/setup.sh
 # It installs the wheels carried in .whl/ (hydra-core, omegaconf, antlr4, zarr, numcodecs, donfig, crc32c,
-# poetry-core; fetched as zaya-train's BENCHMARKS.md says) into /tmp/site, builds our packages there so their
-# entry points (config search path, `zaya` sub-commands) exist, and puts the working tree's sources first on
-# PYTHONPATH, so the code that runs is the tree's own.
+# poetry-core, fetched as zaya-train's BENCHMARKS.md says; diffusers, peft, transformers, tokenizers,
+# safetensors, huggingface-hub, accelerate, regex for manta's bench_costs.py, as manta's BENCHMARKS.md says)
+# into /tmp/site, builds our packages there so their entry points (config search path, `zaya` sub-commands)
+# exist, and puts the working tree's sources first on PYTHONPATH, so the code that runs is the tree's own.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   || return 1
 export PYTHONPATH=/tmp/site

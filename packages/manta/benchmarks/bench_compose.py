@@ -5,8 +5,9 @@
 Part 1 times `Composer.compose` per prompt (prompt + concept embedding, cosine top-k over every family,
 the exact MILP, diversity re-solves for batches > 1) over a synthetic catalog of `--n-adapters` adapters;
 the catalog's own embeddings are computed once and cached (not timed). Part 2 runs the win-rate harness
-with the offline judge on the shipped prompts and the shipped catalog, per hardware profile, against the
-plain and the masked Stylus-like baseline. Writes `results.json`, `latency.png`, `win_rates.png` under --out
+with the plan-metric judge (a smoke check only: it scores what the solver optimises; `zaya manta eval
+--judge world` is the evaluation on images) on the shipped prompts and the shipped catalog, per hardware
+profile, against the plain and the masked Stylus-like baseline; `results.json` names that judge. Writes `results.json`, `latency.png`, `win_rates.png` under --out
 and prints a table. CPU only; `--smoke` runs tiny sizes in well under a minute after the model loads.
 """
 
@@ -104,6 +105,7 @@ def main() -> None:
     from manta.evaluation.judges import OfflineJudge
     from manta.evaluation.metrics import PlanEvaluator
     from manta.evaluation.prompts import shipped_prompts
+    from manta.evaluation.suite import SMOKE_JUDGE
     from manta.evaluation.winrate import plot_win_rates, win_rates
     from manta.synthetic import synthetic_catalog
     from rich.console import Console
@@ -176,6 +178,7 @@ def main() -> None:
         "hardware": args.hardware,
         "latency": latency,
         "stages_median_ms": stages,
+        "win_rates_judge": SMOKE_JUDGE,
         "win_rates": wins,
         "mean_metrics": means,
         "model": embedder.model_id,

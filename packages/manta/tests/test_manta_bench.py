@@ -23,6 +23,7 @@ def test_bench_compose_smoke(tmp_path):
     assert results["smoke"] and results["catalog_records"] == 340
     assert set(results["latency"]) == {"1", "4"} and results["latency"]["1"]["median_ms"] > 0
     assert set(results["win_rates"]) == {"desktop-24gb/plain", "desktop-24gb/masked"}
+    assert results["win_rates_judge"].startswith("plan-metrics (smoke check")
     for name in ("latency.png", "win_rates.png"):
         assert (tmp_path / "out" / name).read_bytes()[:4] == b"\x89PNG"
     assert "compose latency" in result.stdout

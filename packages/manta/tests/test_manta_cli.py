@@ -58,16 +58,39 @@ def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path, monkeyp
     assert message in " ".join(result.output.split())
 
 
-def test_eval_reports_win_rates_and_writes_a_plot(tmp_path, cache_dir, embedder):
+def test_plan_metric_eval_is_named_a_smoke_check_and_writes_winrates(tmp_path, cache_dir, embedder):
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("a cat wearing a top hat, watercolor\n\na dragon over a castle\n")
     out = tmp_path / "eval"
     result = CliRunner().invoke(
-        app, ["eval", "--prompts", str(prompts), "--batch", "2", "--cache-dir", str(cache_dir), "--out", str(out)]
+        app,
+        [
+            "eval",
+            "--judge",
+            "plan-metrics",
+            "--prompts",
+            str(prompts),
+            "--batch",
+            "2",
+            "--cache-dir",
+            str(cache_dir),
+            "--out",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.output
-    assert "diversity" in result.output and "2 prompts" in result.output
-    report = json.loads((out / "report.json").read_text())
-    assert set(report["win_rates"]) == {"diversity", "alignment", "quality"}
-    assert report["win_rates"]["diversity"]["wins"] == 2
-    assert (out / "win_rates.png").read_bytes()[:4] == b"\x89PNG"
+    assert "smoke check" in result.output and "2 prompts" in result.output
+    report = json.loads((out / "winrates.json").read_text())
+    assert report["judge"].startswith("plan-metrics (smoke check")
+    assert set(report["opponents"]) == {"stylus", "stylus-limited"}
+    assert set(report["controls"]) == {"prompt-blind", "random-relevant"}
+    for rates in (*report["opponents"].values(), *report["controls"].values()):
+        assert set(rates) == {"diversity", "alignment", "quality"} and all(0 <= v <= 1 for v in rates.values())
+    assert 0 <= report["coverage"] <= 1 and report["adapters_per_image"] > 0
+    assert (out / "winrates.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_eval_rejects_an_unknown_judge(tmp_path, cache_dir):
+    result = CliRunner().invoke(app, ["eval", "--judge", "vibes", "--cache-dir", str(cache_dir)])
+    assert result.exit_code == 2
+    assert "unknown judge 'vibes'" in " ".join(result.output.split())

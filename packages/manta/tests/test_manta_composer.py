@@ -46,8 +46,10 @@ def test_each_concept_gets_at_most_k_adapters_and_each_adapter_is_used_once(comp
 
 
 def test_batch_plans_are_valid_and_different(composer):
+    # No style in the prompt and equally relevant adapters in two families: the batch can vary.
+    prompt = "a giant robot walking through a neon city at night"
     limits = limits_from_config("desktop-24gb")
-    plans = composer.compose(PROMPT, limits, batch=4, seed=0)
+    plans = composer.compose(prompt, limits, batch=4, seed=0)
     assert len(plans) == 4
     for plan in plans:
         assert not check_plan(plan, composer.catalog, limits).violations(limits)
@@ -56,7 +58,7 @@ def test_batch_plans_are_valid_and_different(composer):
     best = plans[0]
     assert all(p.relevance >= 0.6 * best.relevance - 1e-9 for p in plans)
     assert batch_diversity(plans) > 0.3
-    assert plans == composer.compose(PROMPT, limits, batch=4, seed=0)  # seeded
+    assert plans == composer.compose(prompt, limits, batch=4, seed=0)  # seeded
 
 
 def test_cost_budget_keeps_paid_models_out(composer):

@@ -64,3 +64,17 @@ def test_llm_decomposer_falls_back_to_keywords_on_unusable_answers():
     decomposer = LLMDecomposer(lambda text: "I cannot help with that.")
     assert decomposer.decompose("a cat, watercolor") == KeywordDecomposer().decompose("a cat, watercolor")
     assert decomposer.usage.total > 0
+
+
+def test_everyday_captions_split_at_common_verbs_and_drop_counting_words():
+    from manta.concepts import KeywordDecomposer
+    from manta.evaluation.prompts import everyday_prompts
+
+    decompose = KeywordDecomposer().decompose
+    assert [c.text for c in decompose("A red double decker bus driving down a city street.")] == [
+        "red double decker bus",
+        "city street",
+    ]
+    assert [c.text for c in decompose("Two dogs playing with a frisbee in a park.")] == ["dogs", "frisbee", "park"]
+    prompts = everyday_prompts()
+    assert len(prompts) == 80 and all(p.endswith(".") for p in prompts)

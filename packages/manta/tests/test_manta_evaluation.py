@@ -87,7 +87,12 @@ def test_win_rates_of_manta_against_the_baseline(composer, tmp_path):
     report = win_rates(prompts, composer, baseline, OfflineJudge(evaluator), limits, batch=3)
     for tally in report.tallies.values():
         assert tally.total == 4
-    assert report.tallies["diversity"].wins == 4  # the plain baseline repeats one plan: diversity 0
+    # the plain baseline repeats one plan (diversity 0): manta wins diversity wherever its batch varies
+    # (concept keeping can leave a single valid plan, a tie) and never loses it
+    varied = sum(
+        len({p.elements for p in composer.compose(t, limits, batch=3, seed=i)}) > 1 for i, t in enumerate(prompts)
+    )
+    assert report.tallies["diversity"].losses == 0 and report.tallies["diversity"].wins == varied >= 1
     assert len(report.rows) == 4 and report.rows[0]["prompt"] == prompts[0]
     json.dumps(report.to_dict())
     plot_win_rates(report, str(tmp_path / "w.png"))

@@ -61,3 +61,24 @@ def test_render_writes_images_with_a_local_tiny_pipeline(tmp_path):
     images = sorted((run_dir / "images").glob("*.png"))
     assert [p.name for p in images] == ["image_00.png", "image_01.png"]
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in images)
+
+
+def test_the_tiny_world_composes_and_renders(tmp_path):
+    result = run(
+        tmp_path,
+        "prompt='a blue star with stripes, watercolor'",
+        "manta.catalog=world",
+        "manta_hardware=tiny-cpu",
+        "manta_render=tiny-world",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run_dir] = (tmp_path / "outputs" / "compose").glob("*/*")
+    plans = json.loads((run_dir / "plans.json").read_text())
+    assert all(len(p["adapters"]) <= 2 and p["base_family"] == "tiny" for p in plans)
+    # three concepts, at most two LoRAs on tiny-cpu: two of the prompt's own adapters, nothing off-prompt
+    assert all({a["id"] for a in p["adapters"]} <= {"lora-star", "lora-stripes", "lora-watercolor"} for p in plans)
+    assert len(plans[0]["adapters"]) == 2
+    images = sorted((run_dir / "images").glob("image_*.png"))
+    assert len(images) == 2 and all(i.read_bytes()[:4] == b"\x89PNG" for i in images)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["metrics_judge"].startswith("plan-metrics (smoke check")

@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from importlib.resources import files
 from pathlib import Path
@@ -23,6 +23,7 @@ from manta.errors import MantaError
 
 KINDS = ("checkpoint", "lora")
 EXAMPLE_CATALOG = "example"
+WORLD_CATALOG = "world"  # the tiny world's catalog, shipped with its models (manta.world)
 _LIST_FIELDS = ("tags", "trigger_words")
 _REQUIRED = ("id", "kind", "base_family", "description")
 
@@ -234,11 +235,26 @@ def example_catalog_path() -> Path:
     return Path(str(files("manta.data").joinpath("example_catalog.jsonl")))
 
 
+# Catalogs shipped with the package, by name: the art-style example, everyday subjects (COCO's kinds of
+# scenes: animals, vehicles, sports, food, rooms, streets; hand-written like the example), the tiny world.
+SHIPPED_CATALOGS = {
+    EXAMPLE_CATALOG: ("example_catalog.jsonl",),
+    "everyday": ("everyday_catalog.jsonl",),
+    WORLD_CATALOG: ("world", "catalog.jsonl"),
+}
+
+
 def load_catalog(path: str | Path) -> Catalog:
-    """Load and validate a catalog from .jsonl, .csv or .parquet (`example` = the shipped one)."""
-    path = example_catalog_path() if str(path) == EXAMPLE_CATALOG else Path(path)
+    """Load and validate a catalog from .jsonl, .csv or .parquet, or a shipped one by name (`example`,
+    `everyday`, `world`); relative entry paths are taken relative to the catalog file's folder."""
+    if str(path) in SHIPPED_CATALOGS:
+        path = Path(str(files("manta.data").joinpath(*SHIPPED_CATALOGS[str(path)])))
+    path = Path(path)
     if not path.is_file():
-        raise MantaError(f"catalog file {path} does not exist; pass a .jsonl, .csv or .parquet file or 'example'")
+        raise MantaError(
+            f"catalog file {path} does not exist; pass a .jsonl, .csv or .parquet file or one of "
+            f"{', '.join(SHIPPED_CATALOGS)}"
+        )
     reader = _READERS.get(path.suffix.lower())
     if reader is None:
         raise MantaError(f"catalog {path}: unknown format {path.suffix!r}; allowed: {', '.join(_READERS)}")
@@ -247,9 +263,12 @@ def load_catalog(path: str | Path) -> Catalog:
         if not isinstance(row, Mapping):
             raise MantaError(f"catalog {path}, {where}: expected an object with fields, got {type(row).__name__}")
         try:
-            entries.append(entry_from_row(row))
+            entry = entry_from_row(row)
         except ValueError as err:
             raise MantaError(f"catalog {path}, {where}: {err}") from None
+        if entry.path and not Path(entry.path).expanduser().is_absolute():
+            entry = replace(entry, path=str(path.parent.resolve() / entry.path))  # relative to the catalog file
+        entries.append(entry)
     if not entries:
         raise MantaError(f"catalog {path} has no records")
     return Catalog(tuple(entries), source=str(path))

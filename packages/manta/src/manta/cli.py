@@ -5,7 +5,6 @@ Heavy imports (sentence-transformers, scipy) live inside the commands so `zaya -
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from zaya_config.cli_errors import reports
+from zaya_config.cli_errors import fail, reports
 from zaya_config.errors import ZayaConfigError
 
 from manta.errors import MantaError
@@ -57,7 +56,9 @@ def _setup(
 def compose_command(
     prompt: str = typer.Argument(..., help="What the image should show"),
     hardware: str = typer.Option("desktop-24gb", "--hardware", "-H", help="manta_hardware preset"),
-    catalog: str = typer.Option("example", "--catalog", "-c", help=".jsonl/.csv/.parquet catalog or 'example'"),
+    catalog: str = typer.Option(
+        "example", "--catalog", "-c", help=".jsonl/.csv/.parquet catalog, or a shipped one: example, everyday, world"
+    ),
     batch: int = typer.Option(4, "--batch", "-n", help="Images (plans) in the batch"),
     cost_budget: float = typer.Option(None, "--cost-budget", help="Max price per image (default: unlimited)"),
     model_path: str = typer.Option(None, "--model-path", help="Local sentence-transformers folder"),
@@ -104,54 +105,184 @@ def compose_command(
 @app.command("eval")
 @reports(MantaError, ZayaConfigError)
 def eval_command(
-    hardware: str = typer.Option("desktop-24gb", "--hardware", "-H", help="manta_hardware preset"),
-    catalog: str = typer.Option("example", "--catalog", "-c", help=".jsonl/.csv/.parquet catalog or 'example'"),
+    judge: str = typer.Option(
+        "world",
+        "--judge",
+        "-j",
+        help="'world' (images judged by the tiny world's judge), 'clip:<local CLIP folder>' (images judged by "
+        "CLIP; the catalog needs local model paths), or 'plan-metrics' (fast smoke check on plan metrics, no images)",
+    ),
+    world: Path = typer.Option(None, "--world", help="A built tiny world (default: the one shipped with manta)"),
+    hardware: str = typer.Option(
+        None, "--hardware", "-H", help="manta_hardware preset (default: tiny-cpu for the world, else desktop-24gb)"
+    ),
+    catalog: str = typer.Option(
+        None,
+        "--catalog",
+        "-c",
+        help="Catalog file or shipped name: example, everyday, world (default: the world's; example for plan-metrics)",
+    ),
     batch: int = typer.Option(4, "--batch", "-n", help="Images (plans) per prompt"),
-    prompts: Path = typer.Option(None, "--prompts", help="Text file, one prompt a line (default: shipped set)"),
-    coco: Path = typer.Option(None, "--coco", help="Local COCO captions JSON to draw prompts from"),
+    prompts: Path = typer.Option(None, "--prompts", help="Text file, one prompt a line"),
+    coco: str = typer.Option(
+        None,
+        "--coco",
+        help="COCO captions JSON to draw prompts from ('shipped': 1,000 COCO val2014 images' captions in manta)",
+    ),
     limit: int = typer.Option(None, "--limit", help="Use at most this many prompts"),
-    masking: bool = typer.Option(False, "--baseline-masking", help="Give the baseline Stylus-style masking"),
+    steps: int = typer.Option(20, "--steps", help="Denoising steps per rendered image"),
     model_path: str = typer.Option(None, "--model-path", help="Local sentence-transformers folder"),
     cache_dir: str = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $ZAYA_CACHE)"),
     seed: int = typer.Option(0, "--seed"),
-    out: Path = typer.Option(None, "--out", "-o", help="Folder for report.json and win_rates.png"),
+    out: Path = typer.Option(None, "--out", "-o", help="Folder for winrates.json and winrates.png"),
 ) -> None:
-    """Win rates of manta vs the Stylus-like baseline with the offline judge (diversity, alignment, quality)."""
-    from manta.evaluation.baseline import StylusLikeBaseline
-    from manta.evaluation.judges import OfflineJudge
-    from manta.evaluation.metrics import PlanEvaluator
-    from manta.evaluation.prompts import load_coco_captions, shipped_prompts
-    from manta.evaluation.winrate import plot_win_rates, win_rates
+    """Win rates of manta against Stylus (as published and under limits) and two controls, with the judge named."""
+    from manta.evaluation.judges import CRITERIA
+
+    result = _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, steps, model_path, cache_dir, seed)
+
+    for group in ("opponents", "controls"):
+        table = Table(
+            "vs",
+            *CRITERIA,
+            title=escape(
+                f"manta vs {group} on {result.hardware}, {len(result.prompts)} prompts; judge: {result.judge}"
+            ),
+        )
+        reports = getattr(result, group)
+        for name, report in reports.items():
+            table.add_row(
+                escape(name),
+                *(f"{t.win_rate:.0%} ({t.wins}/{t.ties}/{t.losses})" for t in (report.tallies[c] for c in CRITERIA)),
+            )
+        console.print(table)
+    console.print(f"concept coverage {result.coverage:.2f}, adapters per image {result.adapters_per_image:.2f}")
+    if out is not None:
+        from manta.evaluation.suite import write_evaluation
+
+        write_evaluation(result, out)
+        console.print(f"winrates.json and winrates.png written to {escape(str(out))}")
+
+
+def _prompt_texts(prompts: Path | None, coco: str | None, limit: int | None, seed: int) -> tuple[list[str] | None, str]:
+    from manta.errors import MantaError
+    from manta.evaluation.prompts import load_coco_captions
 
     if coco is not None:
-        texts = load_coco_captions(coco, limit=limit, seed=seed)
-    elif prompts is not None:
+        return load_coco_captions(coco, limit=limit, seed=seed), f"COCO captions from {coco}"
+    if prompts is not None:
         if not prompts.is_file():
             raise MantaError(f"prompt file {prompts} does not exist")
-        texts = [t.strip() for t in prompts.read_text(encoding="utf-8").splitlines() if t.strip()]
-    else:
-        texts = shipped_prompts()
-    texts = texts[:limit] if limit else texts
-    composer, limits = _setup(catalog, hardware, batch, None, model_path, cache_dir, seed)
-    baseline = StylusLikeBaseline(composer.index, composer.embedder, masking=masking)
-    judge = OfflineJudge(PlanEvaluator(composer.index, composer.embedder, limits))
-    report = win_rates(texts, composer, baseline, judge, limits, batch=batch, seed=seed, progress=True)
-    table = Table(
-        "criterion",
-        "wins",
-        "ties",
-        "losses",
-        "win rate",
-        title=escape(
-            f"manta vs {baseline.name}{' (masked)' if masking else ''} on {limits.name}, {len(texts)} prompts"
-        ),
-    )
-    for name, tally in report.tallies.items():
-        table.add_row(name, str(tally.wins), str(tally.ties), str(tally.losses), f"{tally.win_rate:.0%}")
-    console.print(table)
-    if out is not None:
-        from zaya_config.atomic import write_text_atomic
+        texts = [
+            t.strip() for t in prompts.read_text(encoding="utf-8").splitlines() if t.strip() and not t.startswith("#")
+        ]
+        if not texts:
+            raise MantaError(f"prompt file {prompts} has no prompts (one a line)")
+        return texts[:limit] if limit else texts, str(prompts)
+    return None, ""
 
-        write_text_atomic(out / "report.json", json.dumps(report.to_dict(), indent=1))
-        plot_win_rates(report, str(out / "win_rates.png"))
-        console.print(f"report written to {escape(str(out))}")
+
+def _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, steps, model_path, cache_dir, seed):
+    from manta.errors import MantaError
+    from manta.evaluation.prompts import shipped_prompts
+    from manta.evaluation.suite import SMOKE_JUDGE, evaluate
+    from manta.evaluation.world_eval import RENDER, WORLD_HARDWARE, WORLD_JUDGE, image_judge, systems, world_prompts
+    from manta.world.build import shipped_world
+
+    if judge not in ("world", "plan-metrics") and not judge.startswith("clip:"):
+        raise MantaError(f"unknown judge {judge!r}; allowed: world, plan-metrics, clip:<local CLIP folder>")
+    texts, source = _prompt_texts(prompts, coco, limit, seed)
+    world = Path(world) if world is not None else shipped_world()
+    if judge == "world":
+        if not (world / "catalog.jsonl").is_file():
+            raise MantaError(
+                f"{world} is not a built tiny world (no catalog.jsonl); run `zaya manta world build {world}`"
+            )
+        catalog = catalog or str(world / "catalog.jsonl")
+        hardware = hardware or WORLD_HARDWARE
+        if texts is None:
+            texts, source = world_prompts(limit or 24, seed), "tiny-world captions"
+    elif texts is None:
+        texts, source = shipped_prompts(), "manta's shipped prompts (data/prompts.txt)"
+        texts = texts[:limit] if limit else texts
+    composer, limits = _setup(
+        catalog or "example", hardware or "desktop-24gb", batch, None, model_path, cache_dir, seed
+    )
+    opponents, controls = systems(composer)
+    if judge == "plan-metrics":
+        from manta.evaluation.judges import OfflineJudge
+        from manta.evaluation.metrics import PlanEvaluator
+
+        the_judge, name = OfflineJudge(PlanEvaluator(composer.index, composer.embedder, limits)), SMOKE_JUDGE
+    else:
+        from manta.evaluation.image_scorers import load_scorer
+
+        scorer = load_scorer(judge, world)
+        render = {**RENDER, "num_steps": steps} if judge == "world" else {"num_steps": steps}
+        the_judge = image_judge(composer, scorer, render)
+        name = (
+            WORLD_JUDGE if judge == "world" else f"images/{scorer.name} (CLIP alignment, embeddings, CLIP-IQA quality)"
+        )
+    return evaluate(texts, composer, the_judge, name, limits, opponents, controls, batch, seed, True, source)
+
+
+world_app = typer.Typer(help="The tiny image world: build it from its seeded recipe, or check a built one.")
+app.add_typer(world_app, name="world")
+
+
+@world_app.command("build")
+@reports(MantaError)
+def world_build(
+    out: Path = typer.Argument(..., help="Empty folder to write the world into"),
+    quick: bool = typer.Option(False, "--quick", help="Smoke-size recipe (seconds; the models draw nothing useful)"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Train the tiny world (VAE, two checkpoints, LoRAs, judge), measure its costs, write its catalog."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from manta.world.build import build_world
+    from manta.world.judge_model import JudgeRecipe
+    from manta.world.recipe import WorldRecipe
+
+    recipe = WorldRecipe.quick(seed) if quick else WorldRecipe(seed=seed)
+    judge = JudgeRecipe.quick() if quick else JudgeRecipe()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[loss]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(name: str, step: int, total: int, loss: float) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total, loss="")
+            bar.update(tasks[name], completed=step, loss=f"loss {loss:.4f}")
+
+        catalog = build_world(out, recipe, judge, progress, measure_costs=not quick)
+    console.print(f"world written to {escape(str(out))}; catalog {escape(str(catalog))}")
+
+
+@world_app.command("costs")
+def world_costs(folder: Path = typer.Argument(..., help="A built world to measure on this machine")) -> None:
+    """Measure a world's memory and per-step latency on this CPU and rewrite its catalog with them."""
+    from manta.world.build import measure_costs
+
+    if not (folder / "catalog.jsonl").is_file():
+        fail(f"{folder} has no catalog.jsonl; it is not a built world")
+    console.print(f"catalog rewritten with measured costs: {escape(str(measure_costs(folder)))}")
+
+
+@world_app.command("verify")
+def world_verify(folder: Path = typer.Argument(None, help="A built world (default: the shipped one)")) -> None:
+    """Check every file of a world against the sha256 in its manifest."""
+    from manta.world.build import shipped_world, verify_world
+
+    folder = folder or shipped_world()
+    if not (folder / "manifest.json").is_file():
+        fail(f"{folder} has no manifest.json; it is not a built world")
+    changed = verify_world(folder)
+    if changed:
+        fail(f"{len(changed)} file(s) differ from the manifest: {', '.join(changed[:10])}")
+    console.print(f"{escape(str(folder))}: every file matches its manifest")

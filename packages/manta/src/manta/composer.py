@@ -7,6 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from manta.catalog import Catalog, load_catalog
+from manta.concept_keeping import (
+    drop_adapters_beaten_by_checkpoints,
+    keep_relevant_candidates,
+    keep_suitable_bases,
+)
 from manta.concepts import Decomposer, KeywordDecomposer, check_prompt
 from manta.config import MantaConfig
 from manta.diversity import diverse_selections
@@ -56,6 +61,14 @@ class Composer:
         tokens_before = self.decomposer.usage.total
         found = self.retrieve(prompt, self.fitting_families(limits))
         tokens = self.decomposer.usage.total - tokens_before
+        found = keep_relevant_candidates(found, self.index, self.settings.concept_relevance_floor)
+        fitting = {
+            int(p)
+            for p in self.index.checkpoint_positions
+            if not plan_cost(self.index.entry(p), [], limits).violations(limits)
+        }
+        found = keep_suitable_bases(found, self.index, fitting, self.settings.style_fit_floor)
+        found = drop_adapters_beaten_by_checkpoints(found, self.index, fitting, self.settings.concept_relevance_floor)
         problem = CompositionProblem(
             self.index,
             found,

@@ -29,6 +29,8 @@ class MantaConfig:
     mask_probability: float = 0.5  # per-concept candidate masking when sampling the batch's plans
     pool_factor: int = 3  # candidate plans solved per image of the batch
     min_relative_relevance: float = 0.6  # batch plans keep at least this share of the best plan's relevance
+    concept_relevance_floor: float = 0.9  # every pick for a concept is within this share of its best relevance
+    style_fit_floor: float = 0.9  # with a style in the prompt, checkpoints within this share of the best style fit
 
     def validate(self) -> None:
         """Every knob in its meaningful range."""
@@ -52,6 +54,8 @@ class MantaConfig:
             non_negative("cost_budget", self.cost_budget)
         in_range("mask_probability", self.mask_probability, 0.0, 1.0)
         in_range("min_relative_relevance", self.min_relative_relevance, 0.0, 1.0)
+        in_range("concept_relevance_floor", self.concept_relevance_floor, 0.0, 1.0)
+        in_range("style_fit_floor", self.style_fit_floor, 0.0, 1.0)
 
 
 @dataclass

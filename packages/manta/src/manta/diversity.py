@@ -6,6 +6,8 @@ way Stylus masks adapters per image) and a reuse penalty on adapters that earlie
 swept over a small grid (points along the relevance / novelty Pareto front). From the pool, the batch
 is picked greedily: start from the optimum, then always add the plan farthest (max of the minimum
 Jaccard distance) from the plans already picked, among plans that keep enough of the best relevance.
+Masks never empty a concept the optimum covers, and a plan that covers fewer concepts than the optimum is
+rejected: diversity varies how a concept is served, never whether it is (see `manta.concept_keeping`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import Counter
 
 import numpy as np
 
+from manta.concept_keeping import covered_concepts
 from manta.plan import jaccard_distance
 from manta.solver import CompositionProblem, Selection
 
@@ -29,6 +32,7 @@ def sample_pool(
 ) -> list[Selection]:
     """The optimum plus up to `size - 1` distinct alternative selections."""
     best = problem.solve()
+    covered = covered_concepts(best.picks)
     pool = {best.key: best}
     used: Counter[int] = Counter(p.position for p in best.picks)
     used_bases = {best.base}
@@ -46,6 +50,9 @@ def sample_pool(
             masked_concepts = rng.random(concepts.max() + 1) < mask_probability
             drop = rng.random(len(positions)) < 0.5
             allowed = ~(masked_concepts[concepts] & drop)
+            for c in covered:  # keep one candidate of each covered concept open: masks vary, never drop
+                if not allowed[concepts == c].any():
+                    allowed[np.flatnonzero(concepts == c)[rng.integers((concepts == c).sum())]] = True
         # Bases used so far are masked with the same probability; at least one base that fits stays open.
         allowed_bases = problem.fitting_bases & ~(
             np.isin(base_rows, list(used_bases)) & (rng.random(len(base_rows)) < mask_probability)
@@ -54,6 +61,8 @@ def sample_pool(
             allowed_bases = problem.fitting_bases
         selection = problem.solve(scores=scores, allowed=allowed, allowed_bases=allowed_bases)
         selection = Selection(selection.base, selection.picks, relevance_of(selection))
+        if not covered <= covered_concepts(selection.picks):
+            continue
         if selection.key not in pool:
             pool[selection.key] = selection
             used.update(p.position for p in selection.picks)

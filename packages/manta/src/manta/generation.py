@@ -48,13 +48,15 @@ class DiffusersBackend:
         height: int = 512,
         width: int = 512,
         guidance_scale: float = 7.5,
+        keep_loaded: int = 1,
+        threads: int | None = None,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.catalog, self.device = catalog, device
         self.num_steps, self.height, self.width, self.guidance_scale = num_steps, height, width, guidance_scale
-        self._base_id: str | None = None
-        self._pipe: Any = None
-        self._loaded: set[str] = set()
+        self.keep_loaded = keep_loaded  # pipelines held at once (1 on a GPU: the budget was planned for one base)
+        self._pipes: dict[str, tuple[Any, set[str]]] = {}  # base id -> (pipeline, loaded adapter names)
+        self.threads = threads  # CPU threads while rendering (tiny models: 1 beats 2 on a shared machine)
 
     @classmethod
     def from_render_config(cls, catalog: Catalog, render: Any) -> DiffusersBackend:
@@ -69,25 +71,30 @@ class DiffusersBackend:
         )
 
     def pipeline(self, base_id: str) -> Any:
-        """The loaded pipeline of `base_id` (replacing any other base: one base fits the budget)."""
-        if self._base_id == base_id:
-            return self._pipe
+        """The loaded pipeline of `base_id`; beyond `keep_loaded` pipelines the least recently used is dropped."""
+        if base_id in self._pipes:
+            self._pipes[base_id] = self._pipes.pop(base_id)  # most recently used last
+            return self._pipes[base_id][0]
         import torch
         from diffusers import DiffusionPipeline
 
         path = _local_path(self.catalog[base_id])
-        half = {"torch_dtype": torch.float16} if self.device.startswith("cuda") else {}
+        # float16 on a GPU; float32 on a CPU whatever the files hold (CPU half-precision kernels are slow or absent)
+        half = {"torch_dtype": torch.float16 if self.device.startswith("cuda") else torch.float32}
         try:
             pipe = DiffusionPipeline.from_pretrained(str(path), local_files_only=True, **half)
         except (OSError, ValueError) as err:
             raise MantaError(f"cannot load base checkpoint {base_id!r} from {path}: {err}") from None
         pipe.set_progress_bar_config(disable=True)
-        self._pipe, self._base_id, self._loaded = pipe.to(self.device), base_id, set()
-        return self._pipe
+        while len(self._pipes) >= self.keep_loaded:
+            self._pipes.pop(next(iter(self._pipes)))
+        self._pipes[base_id] = (pipe.to(self.device), set())
+        return self._pipes[base_id][0]
 
-    def _load_adapter(self, pipe: Any, entry: CatalogEntry) -> str:
+    def _load_adapter(self, base_id: str, pipe: Any, entry: CatalogEntry) -> str:
         name = adapter_name(entry.id)
-        if name not in self._loaded:
+        loaded = self._pipes[base_id][1]
+        if name not in loaded:
             path = _local_path(entry)
             folder, weight = (path.parent, path.name) if path.is_file() else (path, None)
             kwargs = {"weight_name": weight} if weight else {}
@@ -95,18 +102,18 @@ class DiffusersBackend:
                 pipe.load_lora_weights(str(folder), adapter_name=name, **kwargs)
             except (OSError, ValueError, KeyError) as err:
                 raise MantaError(f"cannot load adapter {entry.id!r} from {path}: {err}") from None
-            self._loaded.add(name)
+            loaded.add(name)
         return name
 
     def prepare(self, plan: CompositionPlan) -> Any:
         """Load the plan's base and adapters and activate the adapters at the plan's weights."""
         check_families(plan, self.catalog)
         pipe = self.pipeline(plan.base_id)
-        names = [self._load_adapter(pipe, self.catalog[a.id]) for a in plan.adapters]
+        names = [self._load_adapter(plan.base_id, pipe, self.catalog[a.id]) for a in plan.adapters]
         if names:
             pipe.enable_lora()
             pipe.set_adapters(names, adapter_weights=[a.weight for a in plan.adapters])
-        elif self._loaded:
+        elif self._pipes[plan.base_id][1]:
             pipe.disable_lora()
         return pipe
 
@@ -114,16 +121,22 @@ class DiffusersBackend:
         """One PIL image of the plan's prompt text, seeded."""
         import torch
 
-        pipe = self.prepare(plan)
-        generator = torch.Generator(device="cpu").manual_seed(seed)
-        result = pipe(
-            plan.prompt_text,
-            num_inference_steps=self.num_steps,
-            height=self.height,
-            width=self.width,
-            guidance_scale=self.guidance_scale,
-            generator=generator,
-        )
+        before = torch.get_num_threads()
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            pipe = self.prepare(plan)
+            generator = torch.Generator(device="cpu").manual_seed(seed)
+            result = pipe(
+                plan.prompt_text,
+                num_inference_steps=self.num_steps,
+                height=self.height,
+                width=self.width,
+                guidance_scale=self.guidance_scale,
+                generator=generator,
+            )
+        finally:
+            torch.set_num_threads(before)
         return result.images[0]
 
     def render_batch(self, plans: list[CompositionPlan], folder: str | Path, seed: int = 0) -> list[Path]:

@@ -107,6 +107,36 @@ def plan_from_selection(
     )
 
 
+def plan_from_entries(
+    prompt: str,
+    base: CatalogEntry,
+    adapters: list[tuple[CatalogEntry, str, float, float]],
+    concepts: tuple[str, ...],
+    limits: ResolvedLimits,
+) -> CompositionPlan:
+    """A plan from chosen catalog entries: (adapter, concept, weight, relevance) each; costs against `limits`
+    (reported, not enforced: baselines and controls build their plans with this)."""
+    entries = [e for e, _, _, _ in adapters]
+    cost = plan_cost(base, entries, limits)
+    triggers = [w for e in entries for w in e.trigger_words if w.lower() not in prompt.lower()]
+    return CompositionPlan(
+        prompt=prompt,
+        prompt_text=", ".join([prompt, *dict.fromkeys(triggers)]),
+        base_id=base.id,
+        base_family=base.base_family,
+        adapters=tuple(
+            AdapterChoice(e.id, concept, round(min(e.weight_max, max(e.weight_min, w)), 3), round(r, 4))
+            for e, concept, w, r in adapters
+        ),
+        concepts=concepts,
+        hardware=limits.name,
+        vram_bytes=cost.vram_bytes,
+        latency_s=cost.latency_s,
+        price=cost.price,
+        relevance=round(sum(r for _, _, _, r in adapters), 4),
+    )
+
+
 def check_families(plan: CompositionPlan, catalog: Catalog) -> tuple[CatalogEntry, list[CatalogEntry]]:
     """The plan's base and adapters from the catalog; raise when an adapter is for another base family."""
     base = catalog[plan.base_id]

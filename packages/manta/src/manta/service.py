@@ -17,6 +17,7 @@ from zaya_config.atomic import write_atomic, write_text_atomic
 from manta.composer import build_composer
 from manta.config import MantaConfig, RenderConfig
 from manta.evaluation.metrics import PlanEvaluator
+from manta.evaluation.suite import SMOKE_JUDGE
 from manta.limits import HardwareLimits, ResolvedLimits
 from manta.plan import CompositionPlan, plans_to_json
 
@@ -72,6 +73,7 @@ def run_compose(
         "limits": asdict(limits),
         "catalog": composer.catalog.source,
         "metrics": asdict(evaluator.batch(plans)),
+        "metrics_judge": SMOKE_JUDGE,  # plan metrics, not images: `zaya manta eval` judges rendered images
         "plans": [
             {
                 "base": p.base_id,

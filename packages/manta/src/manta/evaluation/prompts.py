@@ -17,9 +17,24 @@ def shipped_prompts() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
+def everyday_prompts() -> list[str]:
+    """80 everyday-scene captions written for manta in the style of COCO captions (not from COCO)."""
+    text = files("manta.data").joinpath("everyday_prompts.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+SHIPPED_COCO = "shipped"
+
+
+def shipped_coco_path() -> Path:
+    """5,005 reference captions of 1,000 COCO 2014 validation images (CC BY 4.0; attribution in its 'info')."""
+    return Path(str(files("manta.data").joinpath("coco_val2014_captions.json")))
+
+
 def load_coco_captions(path: str | Path, limit: int | None = None, seed: int = 0) -> list[str]:
-    """One caption per image from a COCO `captions_*.json` (first caption by annotation id), seeded sample."""
-    path = Path(path)
+    """One caption per image from a COCO `captions_*.json` (first caption by annotation id, else by file
+    order), seeded sample; `shipped` = the COCO val2014 captions shipped with manta."""
+    path = shipped_coco_path() if str(path) == SHIPPED_COCO else Path(path)
     if not path.is_file():
         raise MantaError(f"COCO captions file {path} does not exist; pass e.g. annotations/captions_val2014.json")
     try:

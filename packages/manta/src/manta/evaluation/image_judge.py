@@ -1,0 +1,73 @@
+"""A judge on rendered images: both batches are rendered with the same seeds and scored by an `ImageScorer`.
+
+Per batch: alignment is the mean of the scorer's per-image alignment with the prompt, diversity the mean
+pairwise cosine distance of the scorer's image embeddings, quality the mean of its quality score. Each
+criterion is compared with a margin (ties within it), scoring 2 / 0 or 1 / 1 like the other judges.
+Renders are cached by plan and seed, so manta's images are made once however many opponents it meets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from manta.evaluation.image_scorers import ImageScorer
+from manta.evaluation.judges import CRITERIA, Verdict, compare
+from manta.plan import CompositionPlan
+
+MARGINS = {"diversity": 0.02, "alignment": 0.03, "quality": 0.03}
+
+
+def render_key(plan: CompositionPlan, seed: int) -> tuple:
+    """What decides a render: base, adapters with weights, prompt text and seed."""
+    return (plan.base_id, tuple((a.id, a.weight) for a in plan.adapters), plan.prompt_text, seed)
+
+
+def embedding_diversity(vectors_ND: np.ndarray) -> float:
+    """Mean pairwise cosine distance of unit image embeddings (0 for one image)."""
+    pairs = list(combinations(range(len(vectors_ND)), 2))
+    return float(np.mean([1.0 - vectors_ND[i] @ vectors_ND[j] for i, j in pairs])) if pairs else 0.0
+
+
+@dataclass
+class ImageJudge:
+    """Renders plans (`render(plan, seed) -> PIL image`) and judges the images with `scorer`."""
+
+    scorer: ImageScorer
+    render: Callable[[CompositionPlan, int], Any]
+    margins: dict[str, float] = field(default_factory=lambda: dict(MARGINS))
+    _images: dict[tuple, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"images/{self.scorer.name}"
+
+    def images(self, plans: list[CompositionPlan]) -> list[Any]:
+        """Image i of a batch is rendered with seed i, the same for every system."""
+        out = []
+        for seed, plan in enumerate(plans):
+            key = render_key(plan, seed)
+            if key not in self._images:
+                self._images[key] = self.render(plan, seed)
+            out.append(self._images[key])
+        return out
+
+    def measure(self, prompt: str, plans: list[CompositionPlan]) -> dict[str, float]:
+        """Alignment, diversity and quality of one batch's images."""
+        images = self.images(plans)
+        return {
+            "alignment": float(np.mean(self.scorer.alignment(images, prompt))),
+            "diversity": embedding_diversity(self.scorer.embed(images)),
+            "quality": float(np.mean(self.scorer.quality(images))),
+        }
+
+    def judge(self, prompt: str, batch_a: list[CompositionPlan], batch_b: list[CompositionPlan]) -> Verdict:
+        metrics_a, metrics_b = self.measure(prompt, batch_a), self.measure(prompt, batch_b)
+        a, b = {}, {}
+        for name in CRITERIA:
+            a[name], b[name] = compare(metrics_a[name], metrics_b[name], self.margins[name])
+        return Verdict(a, b, {"a": metrics_a, "b": metrics_b})

@@ -1,0 +1,62 @@
+"""The whole loop on the shipped tiny world, on this CPU: compose, render with diffusers + peft LoRAs, judge
+the images with the world's judge. A control winning 30% of alignment comparisons fails the test; a control
+winning 30% of quality comparisons is reported as an expected failure that names the rate (a known weakness
+of the world's LoRAs under its quality head, recorded in BENCHMARKS.md), and passes once that is fixed."""
+
+import json
+
+import pytest
+from manta.cli import app
+from manta.evaluation.suite import CONTROL_LIMIT
+from manta.evaluation.world_eval import WORLD_JUDGE, world_evaluation
+from manta.world.build import shipped_world
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.slow
+N_PROMPTS, BATCH, STEPS = 12, 2, 20
+
+
+def test_the_world_evaluation_believes_the_composer(embedder, cache_dir):
+    """One evaluation (computed once: it renders 120 images), every claim checked on it."""
+    evaluation = world_evaluation(
+        shipped_world(), n_prompts=N_PROMPTS, batch=BATCH, cache_dir=str(cache_dir), embedder=embedder, num_steps=STEPS
+    )
+    report = evaluation.to_dict()
+    assert report["judge"] == WORLD_JUDGE and set(evaluation.opponents) == {"stylus", "stylus-limited"}
+    assert set(evaluation.controls) == {"prompt-blind", "random-relevant"}
+    assert evaluation.coverage >= 0.4 and evaluation.adapters_per_image >= 1.0
+    for name in evaluation.controls:
+        rate = evaluation.control_win_rate(name, "alignment")
+        assert rate < CONTROL_LIMIT, (name, "alignment", rate, report["tallies"][name])
+    quality = [v for v in evaluation.control_violations() if "quality" in v]
+    if quality:
+        # Known and recorded in BENCHMARKS.md: the world's rank-4 LoRAs, stacked two at a time, leave marks
+        # that its judge's clean-vs-corrupted head reads as corruption, so adapter-free images score higher.
+        pytest.xfail("; ".join(quality))
+
+
+def test_eval_command_on_the_world_writes_winrates(tmp_path, cache_dir):
+    out = tmp_path / "eval"
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--judge",
+            "world",
+            "--limit",
+            "3",
+            "--batch",
+            "2",
+            "--steps",
+            "4",
+            "--cache-dir",
+            str(cache_dir),
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "winrates.json").read_text())
+    assert report["judge"] == WORLD_JUDGE and report["prompts"] == 3 and report["hardware"] == "tiny-cpu"
+    assert set(report["controls"]) == {"prompt-blind", "random-relevant"}
+    assert (out / "winrates.png").read_bytes()[:4] == b"\x89PNG"
