@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zaya_config.checks import in_range, non_negative, positive
+from zaya_config.validated import ValidatedConfig
 
 
 @dataclass
-class MantaConfig:
+class MantaConfig(ValidatedConfig):
     """Which catalog and embedding model to use, and the knobs of retrieval, solving and diversity."""
 
     catalog: str = "example"
@@ -32,7 +33,7 @@ class MantaConfig:
     concept_relevance_floor: float = 0.9  # every pick for a concept is within this share of its best relevance
     style_fit_floor: float = 0.9  # with a style in the prompt, checkpoints within this share of the best style fit
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Every knob in its meaningful range."""
         if not self.catalog:
             from zaya_config.errors import invalid
@@ -59,7 +60,7 @@ class MantaConfig:
 
 
 @dataclass
-class RenderConfig:
+class RenderConfig(ValidatedConfig):
     """Whether and how the compose service renders its plans with the diffusers backend."""
 
     enabled: bool = False
@@ -69,7 +70,7 @@ class RenderConfig:
     width: int = 512
     guidance_scale: float = 7.5
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Sizes the VAE can handle (multiples of 8) and a positive step count."""
         from zaya_config.errors import invalid
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zaya_config.checks import in_range, non_negative, positive
+from zaya_config.validated import ValidatedConfig
 
 from manta.catalog import CatalogEntry
 
@@ -19,7 +20,7 @@ REFERENCE_BF16_FLOPS = 1.0e14
 
 
 @dataclass
-class HardwareLimits:
+class HardwareLimits(ValidatedConfig):
     """What the user's machine allows per image: memory, time, and how many adapters it can stack."""
 
     name: str = "desktop-24gb"
@@ -31,7 +32,7 @@ class HardwareLimits:
     num_steps: int = 30
     max_adapters: int = 6
 
-    def validate(self) -> None:
+    def validate_fields(self) -> None:
         """Reject limits no plan could be checked against, before any work."""
         positive("vram_budget_bytes", self.vram_budget_bytes, optional=True)
         in_range("vram_usable_fraction", self.vram_usable_fraction, 0.05, 1.0)
