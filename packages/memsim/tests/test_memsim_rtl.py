@@ -12,8 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
 from memsim.cli import app
 from memsim.errors import MemsimError
 from memsim.rtl.channel_params import channel_params
@@ -21,6 +19,7 @@ from memsim.rtl.generate import generate_rtl
 from memsim.rtl.verify import DEFAULT_BUILD_ROOT, verify
 from memsim.spec import load_spec
 from memsim.trace import Trace, format_trace, read_trace
+from typer.testing import CliRunner
 
 pytestmark = pytest.mark.skipif(
     not __import__("memsim.cosim.simulators", fromlist=["available"]).available("verilator"),
@@ -77,7 +76,7 @@ def test_reads_return_written_bytes():
     """Write a line, read it back from the write buffer and after the drain from the DRAM store."""
     addr = [0x1000, 0x1000, 0x1000] + [0x40000 * k for k in range(1, 40)] + [0x1000]
     writes = [True, False, False] + [True] * 39 + [False]
-    cycles = [0, 1, 2] + list(range(10, 49)) + [3000]
+    cycles = [0, 1, 2, *list(range(10, 49)), 3000]
     trace = Trace(np.array(addr, np.int64), np.array(writes), np.array(cycles, np.int64), False, eof_quirks=False)
     result = verify("ddr4_8gb_x8_3200", trace, 4000, build_root=DEFAULT_BUILD_ROOT, seed=5)
     assert_identical(result)

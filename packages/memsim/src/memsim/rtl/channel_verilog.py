@@ -163,6 +163,8 @@ module @@P@@_channel (
   output wire [@@LA@@-1:0] store_rd_addr,
   input  wire [@@DW@@-1:0] store_rd_data
 );
+  // Verilator compiles this module once for all channels of a part (HBM2: eight)
+  /*verilator no_inline_module*/
   localparam NB = @@NB@@, NBB = @@NBB@@, K = @@K@@, KB = @@KB@@, PB = @@PB@@, ROWB = @@ROWB@@, COLB = @@COLB@@;
   localparam LA = @@LA@@, DW = @@DW@@, RQ = @@RQ@@, RQB = @@RQB@@, WQ = @@WQ@@, WQB = @@WQB@@, NS = @@NS@@;
   localparam SB = @@SB@@, RANKS = @@RANKS@@, RKB = @@RKB@@, LBPR = @@LBPR@@, LBPG = @@LBPG@@, L = @@L@@;

@@ -18,8 +18,11 @@ ACTIONS = ("verify", "synth")
 
 
 def rtl(
-    words: list[str] = typer.Argument(..., metavar="CONFIG | verify CONFIG TRACE | synth CONFIG",
-                                      help="What to do: generate CONFIG's RTL, verify it on TRACE, or synthesize it"),
+    words: list[str] = typer.Argument(
+        ...,
+        metavar="CONFIG | verify CONFIG TRACE | synth CONFIG",
+        help="What to do: generate CONFIG's RTL, verify it on TRACE, or synthesize it",
+    ),
     out: Path = typer.Option(Path("memsim_rtl"), "--out", "-o", help="Folder for the generated files (and logs)"),
     cycles: int = typer.Option(100_000, "--cycles", "-c", help="verify: cycles to simulate"),
     seed: int = typer.Option(0, "--seed", help="verify: seed of the bytes the writes carry"),
@@ -49,7 +52,9 @@ def rtl(
             with config_notices():
                 spec = load_spec(args[0], mode=mode, strict=strict)
             rtl_files = generate_rtl(spec, out)
-            Console().print(f"wrote {escape(str(out))}: {', '.join(p.name for p in [*rtl_files.sim_sources, rtl_files.params])}")
+            Console().print(
+                f"wrote {escape(str(out))}: {', '.join(p.name for p in [*rtl_files.sim_sources, rtl_files.params])}"
+            )
     except MemsimError as error:
         fail(error)
 
@@ -62,9 +67,8 @@ def _verify(config: str, trace_path: Path, cycles: int, mode, strict: bool, seed
         fail(ValueError(f"--cycles {cycles}: give a positive number of cycles"))
     with config_notices():
         trace = read_trace(trace_path)
-    with err.status("building the RTL under Verilator (cached) and running both engines"):
-        with config_notices():
-            result = verify(config, trace, cycles, mode=mode, strict=strict, build_root=build_dir, seed=seed)
+    with err.status("building the RTL under Verilator (cached) and running both engines"), config_notices():
+        result = verify(config, trace, cycles, mode=mode, strict=strict, build_root=build_dir, seed=seed)
     out = Console()
     out.print(f"{result.commands} commands, {result.reads_completed} of {result.reads} reads completed in {cycles} "
               f"cycles; RTL simulation {result.rtl_wall_s:.2f} s ({cycles / max(result.rtl_wall_s, 1e-9):,.0f} "
