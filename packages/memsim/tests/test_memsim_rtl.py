@@ -93,7 +93,9 @@ def test_generated_files_and_widths(tmp_path):
     assert "module memsim_ddr4_8gb_x8_3200_channel" in text and "module memsim_ddr4_8gb_x8_3200_queue_pick" in text
     # tRCD: a RD waits tRCD after an ACT to its bank; the counter is loaded with tRCD - 1
     p = channel_params(spec)
-    assert p.latency[4][0][0] == spec.t("tRCD") and f"{{4'd4, 2'd0}}: lat_read = 10'd{spec.t('tRCD')}" in text
+    assert (
+        p.latency[4][0][0] == spec.t("tRCD") and f"{{4'd4, 2'd0}}: lat_read = 6'd{spec.t('tRCD')}" in text
+    )  # 6 bits: WR -> RD is the longest
 
 
 def test_unsupported_parts_are_refused_by_name(tmp_path):
@@ -160,3 +162,24 @@ def test_reference_traces_identical(reference_dir: Path, config):
         result = verify(reference_dir / run["config"], read_trace(reference_dir / run["trace"]), run["cycles"],
                         build_root=DEFAULT_BUILD_ROOT)  # fmt: skip
         assert_identical(result)
+
+
+@pytest.mark.slow
+def test_readme_rtl_commands_run(tmp_path: Path):
+    """The README's `zaya memsim rtl ...` lines (and the trace line they use) run as written."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Generated RTL") : readme.index("## Tests")]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    commands = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines() if line.strip()]
+    assert sum(c.startswith("zaya memsim rtl") for c in commands) == 3
+    memsim = f"{sys.executable} -c 'from memsim.cli import app; app()'"
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command.replace("zaya memsim", memsim, 1)], cwd=tmp_path, text=True,
+                              capture_output=True, timeout=3600, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+        assert done.returncode == 0, (command, done.stdout[-1000:], done.stderr[-2000:])
+    assert (tmp_path / "rtl_ddr4" / "params.json").is_file()

@@ -163,7 +163,7 @@ module @@P@@_channel (
   output wire [@@LA@@-1:0] store_rd_addr,
   input  wire [@@DW@@-1:0] store_rd_data
 );
-  // Verilator compiles this module once for all channels of a part (HBM2: eight)
+  // one compiled model for all channels of a part (HBM2: eight) in a Verilator build
   /*verilator no_inline_module*/
   localparam NB = @@NB@@, NBB = @@NBB@@, K = @@K@@, KB = @@KB@@, PB = @@PB@@, ROWB = @@ROWB@@, COLB = @@COLB@@;
   localparam LA = @@LA@@, DW = @@DW@@, RQ = @@RQ@@, RQB = @@RQB@@, WQ = @@WQ@@, WQB = @@WQB@@, NS = @@NS@@;

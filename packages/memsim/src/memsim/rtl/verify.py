@@ -152,7 +152,7 @@ def verify(config: str | Path, trace: Trace, cycles: int, mode: str | None = Non
                               capture_output=True, text=True)  # fmt: skip
         if done.returncode != 0:
             raise MemsimError(f"the RTL simulation failed: {(done.stdout + done.stderr)[-2000:]}")
-        wall = float(done.stdout.split("wall_s")[1])
+        wall = float(done.stdout.split()[5])  # "cycles N accepted N wall_s S cpu_s S"
         got_cmds, responses, accepts = _parse_log(p, tmp / "rtl.log")
     result = Verification(len(expected_cmds), 0, 0, cycles, rtl_wall_s=wall)
     for i, (want, got) in enumerate(zip(expected_cmds, got_cmds, strict=False)):
