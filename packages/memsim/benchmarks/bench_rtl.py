@@ -76,7 +76,7 @@ def _compiled_seconds(config: Path, trace_path: Path, cycles: int, repeats: int)
 
 def speed(repeats: int, only: str | None) -> list[dict]:
     runs = json.loads((REFERENCE / "index.json").read_text())["runs"]
-    runs = [r for r in runs if only is None or only in r["config"]]
+    runs = [r for r in runs if only is None or any(o in r["config"] for o in only.split(","))]
     rows = []
     with Progress() as progress:
         task = progress.add_task("reference runs", total=len(runs))
@@ -137,7 +137,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", help="only reference configs whose name contains this")
+    parser.add_argument("--only", help="only reference configs whose name contains one of these (comma-separated)")
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--synth", nargs="*", default=[], help="configs to synthesize with yosys")
     args = parser.parse_args()

@@ -290,7 +290,7 @@ module @@P@@_channel (
   reg [NBB-1:0]  ref_bank, ref_pre_bank;
   reg [NB-1:0]   skip1, skip2;
   reg            found1, found2;
-  reg [NBB-1:0]  q1, q2, idx;
+  reg [NBB-1:0]  q1, q2, idx, idx2;
   reg            c0_valid, c0_col, c0_has_addr, c1_valid, c1_col, c1_has_addr;
   reg [3:0]      c0_kind, c1_kind;
   reg [NBB-1:0]  c0_bank, c1_bank;
@@ -388,9 +388,9 @@ module @@P@@_channel (
     integer j;
     found2 = 1'b0;
     q2 = found1 && !ref_issue ? q1 : queue_idx;
-    idx = q2;
+    idx2 = q2;
     for (j = 1; j <= NB; j = j + 1) begin
-      if (!found2 && ok2[(idx + j) % NB] && !skip2[(idx + j) % NB]) begin found2 = 1'b1; q2 = (idx + j) % NB; end
+      if (!found2 && ok2[(idx2 + j) % NB] && !skip2[(idx2 + j) % NB]) begin found2 = 1'b1; q2 = (idx2 + j) % NB; end
     end
     c1_valid = 1'b0; c1_col = 1'b0; c1_has_addr = 1'b1; c1_kind = CACT; c1_bank = q2; c1_pos = pos2[q2];
     c1_row = {ROWB{1'b0}}; c1_col_addr = {COLB{1'b0}}; c1_write = 1'b0; c1_slot = {SB{1'b0}}; c1_off = {OFFB{1'b0}};
