@@ -2,8 +2,8 @@
 
 Verilator builds take minutes on a 2-core machine, so the default run builds two parts (the DDR4 and HBM2
 presets) once each, shared by every test and test worker through the on-disk build cache (content-hashed
-under a lock); the DRAMSim3 reference traces on all four reference configs, the synthesis of the full DDR4
-and HBM2 channels and the broken-RTL check are `slow`.
+under a lock); the DRAMSim3 reference traces on all four reference configs and the README's RTL commands
+are `slow`. yosys runs on a small part (full DDR4 and HBM2 synthesis: benchmarks/bench_rtl.py --synth).
 """
 
 import json

@@ -11,6 +11,7 @@ memory stays a memory. A clean run has no latches (`$dlatch`,
 from `stat`.
 """
 
+import json
 import re
 import shutil
 import subprocess
@@ -29,7 +30,7 @@ class SynthReport:
     cells: int
     flip_flops: int
     latches: int
-    memory_bits: int
+    memory_bits: int  # the write-data slot memory (left to the FPGA's RAM)
     cell_types: dict[str, int]
     warnings: int
 
@@ -71,6 +72,10 @@ def synthesize(rtl: GeneratedRtl, log: Path, timeout_s: int = 3600) -> SynthRepo
     cells, types = parse_stat(stat)
     ffs = sum(n for t, n in types.items() if "DFF" in t.upper())
     latches = sum(n for t, n in types.items() if "LATCH" in t.upper())
-    mem_bits = int(m.group(1)) if (m := re.search(r"Number of memory bits:\s+(\d+)", stat)) else 0
-    warnings = len(re.findall(r"^Warning:", log.read_text(), re.M))
+    described = json.loads(rtl.params.read_text())
+    mem_bits = described["write_slots"] * described["data_bits"]  # the slot memory, kept as $mem_v2 cells
+    text = log.read_text()
+    warnings = len(re.findall(r"^Warning:", text, re.M))
+    if re.search(r"^Warning: found logic loop", text, re.M):
+        raise MemsimError(f"yosys found a combinational loop in {rtl.prefix}_channel (log: {log})")
     return SynthReport(cells, ffs, latches, mem_bits, types, warnings)

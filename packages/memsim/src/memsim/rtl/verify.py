@@ -107,7 +107,7 @@ def _parse_log(p: ChannelParams, log: Path):
 def _rtl_reads(p: ChannelParams, frontend: TraceFrontend, responses, accepts) -> dict[int, tuple[int, int]]:
     """request index -> (completion cycle, data as an int) for every read the RTL completed."""
     channel_of, locations = frontend.channel_of, frontend.locations.tolist()
-    waiting: dict[tuple[int, int], list[int]] = {}
+    waiting: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (channel, address) -> (index, cycle offered)
     forwarded: dict[int, list[int]] = {}
     done: dict[int, tuple[int, int]] = {}
     events = [(cyc, 0, "A", idx, fwd) for cyc, idx, fwd in accepts] + [(r[1], 1, r) for r in responses]
@@ -121,7 +121,7 @@ def _rtl_reads(p: ChannelParams, frontend: TraceFrontend, responses, accepts) ->
             if fwd:
                 forwarded.setdefault(ch, []).append(idx)
             else:
-                waiting.setdefault((ch, local_address(p, locations[idx])), []).append(idx)
+                waiting.setdefault((ch, local_address(p, locations[idx])), []).append((idx, event[0]))
         else:
             kind, cyc, ch, addr, value = event[2]
             if kind == "F":
@@ -129,8 +129,14 @@ def _rtl_reads(p: ChannelParams, frontend: TraceFrontend, responses, accepts) ->
                 if queue:
                     done[queue.pop(0)] = (cyc, value)
             else:
-                for idx in waiting.pop((ch, addr), []):
-                    done[idx] = (cyc, value)
+                # a read offered in cycle c is served by a RD issued from c + 1 on; a response to an earlier RD of
+                # the same address (still in flight when it arrived) is not its own
+                issued = cyc - p.read_delay
+                pending = waiting.get((ch, addr), [])
+                for idx, offered in pending:
+                    if offered < issued:
+                        done[idx] = (cyc, value)
+                waiting[(ch, addr)] = [w for w in pending if w[1] >= issued]
     return done
 
 
