@@ -3,7 +3,7 @@
 Verilator builds take minutes on a 2-core machine, so the default run builds two parts (the DDR4 and HBM2
 presets) once each, shared by every test and test worker through the on-disk build cache (content-hashed
 under a lock); the DRAMSim3 reference traces on all four reference configs and the README's RTL commands
-are `slow`. yosys runs on a small part (full DDR4 and HBM2 synthesis: benchmarks/bench_rtl.py --synth).
+and yosys on a small part (minutes) are `slow` (full DDR4 and HBM2 synthesis: benchmarks/bench_rtl.py --synth).
 """
 
 import json
@@ -129,6 +129,7 @@ def test_cli_verify(tmp_path):
     assert "identical" in done.output
 
 
+@pytest.mark.slow
 def test_synth_small_part_is_clean(tmp_path):
     """yosys synth of a small part: no latches, check passes (the full DDR4 and HBM2 runs are slow)."""
     import shutil
