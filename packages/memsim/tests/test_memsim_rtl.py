@@ -176,11 +176,12 @@ def test_readme_rtl_commands_run(tmp_path: Path):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     section = readme[readme.index("## Generated RTL") : readme.index("## Tests")]
     blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
-    commands = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines() if line.strip()]
+    text = "\n".join(blocks).replace("\\\n", " ")  # continued lines joined
+    commands = [line.split("  #")[0].strip() for line in text.splitlines() if line.strip()]
     assert sum(c.startswith("zaya memsim rtl") for c in commands) == 3
     memsim = f"{sys.executable} -c 'from memsim.cli import app; app()'"
     for command in commands:
         done = subprocess.run(["bash", "-c", command.replace("zaya memsim", memsim, 1)], cwd=tmp_path, text=True,
                               capture_output=True, timeout=3600, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
         assert done.returncode == 0, (command, done.stdout[-1000:], done.stderr[-2000:])
-    assert (tmp_path / "rtl_ddr4" / "params.json").is_file()
+    assert (tmp_path / "rtl_ddr4" / "params.json").is_file() and (tmp_path / "rtl_small_synth" / "yosys.log").is_file()
