@@ -13,19 +13,11 @@ import math
 from pathlib import Path
 
 from zaya_config.atomic import write_text_atomic
+from zaya_config.hardware import MEASURED_CEILINGS
 
 from collbench.gemm import GemmResult
 from collbench.membw import MembwResult, best_bw, large_buffer_bw
 from collbench.schema import BenchResult
-
-MEASURED_FIELDS = (
-    "bf16_matmul_flops",
-    "copy_bw_gbps",
-    "read_bw_gbps",
-    "write_bw_gbps",
-    "triad_bw_gbps",
-    "allreduce_busbw_gbps",
-)
 
 
 def measured_fields(
@@ -39,7 +31,7 @@ def measured_fields(
     Bandwidths are the best over buffers of at least `past_cache_bytes` (the DRAM/HBM ceiling, not the
     cache's); when no buffer was that large (a CPU smoke run) the best over all sizes is used.
     """
-    fields: dict[str, float | None] = dict.fromkeys(MEASURED_FIELDS)
+    fields: dict[str, float | None] = dict.fromkeys(MEASURED_CEILINGS)
     bf16 = [r.tflops for r in gemm if r.dtype == "bfloat16"]
     if bf16:
         fields["bf16_matmul_flops"] = max(bf16) * 1e12
@@ -76,7 +68,7 @@ def render_measured_preset(base: str, fields: dict[str, float | None], source: s
         "  - _self_",
         "measured:",
     ]
-    lines += [f"  {name}: {yaml_scalar(fields.get(name), 6)}" for name in MEASURED_FIELDS]
+    lines += [f"  {name}: {yaml_scalar(fields.get(name), 6)}" for name in MEASURED_CEILINGS]
     lines.append(f"  source: {yaml_scalar(source)}")
     return "\n".join(lines) + "\n"
 

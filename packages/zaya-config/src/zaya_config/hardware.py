@@ -5,7 +5,7 @@ package, `conf/hardware/<name>.yaml`) and optional measured fields that collbenc
 characterization run. Units are in the names: FLOP/s, GB/s (1e9 bytes/s, as nccl-tests), bytes.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from zaya_config.checks import one_of, positive
 from zaya_config.validated import ValidatedConfig
@@ -25,15 +25,12 @@ class MeasuredHardware(ValidatedConfig):
 
     def validate_fields(self) -> None:
         """Every measured ceiling is positive when present."""
-        for name in (
-            "bf16_matmul_flops",
-            "copy_bw_gbps",
-            "read_bw_gbps",
-            "write_bw_gbps",
-            "triad_bw_gbps",
-            "allreduce_busbw_gbps",
-        ):
+        for name in MEASURED_CEILINGS:
             positive(name, getattr(self, name), optional=True)
+
+
+# The measured ceilings by name (every field but `source`), in the order collbench writes them.
+MEASURED_CEILINGS: tuple[str, ...] = tuple(f.name for f in fields(MeasuredHardware) if f.name != "source")
 
 
 @dataclass
