@@ -34,6 +34,7 @@ from memsim.rtl.harness import build_simulator
 from memsim.rtl.verify import DEFAULT_BUILD_ROOT, _python_run, _request_list, verify, write_bytes
 from memsim.trace import TraceFrontend, read_trace
 from rich.progress import Progress
+from zaya_config.atomic import write_text_atomic
 
 REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "dramsim3"
 
@@ -151,7 +152,7 @@ def main() -> None:
         plot(result["speed"], args.out / "bench_rtl.png")
     if args.synth:
         result["synth"] = synth(args.synth, args.out)
-    (args.out / "bench_rtl.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_text_atomic(args.out / "bench_rtl.json", json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "synth"}, indent=1)[:3000])
 
 
