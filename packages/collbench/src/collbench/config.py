@@ -230,4 +230,6 @@ class SizingConfig(ValidatedConfig):
             c.positive(name, getattr(self, name))
         c.non_negative("max_total_params", self.max_total_params)
         if self.iso_params and self.iso_active_params:
-            raise _invalid("iso_active_params", True, "false while iso_params is true (choose one; set iso_params=false)")
+            raise _invalid(
+                "iso_active_params", True, "false while iso_params is true (choose one; set iso_params=false)"
+            )

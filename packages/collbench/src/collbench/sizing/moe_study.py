@@ -88,13 +88,17 @@ def train_step_time_s(cfg: ZayaConfig, est: HardwareEstimator, tokens: int, seq_
     return parts["gemm_s"] + parts["rest_s"] + parts["launches"] * est.kernel_overhead_s
 
 
+def decode_step_flops(cfg: ZayaConfig, batch: int, context_len: int) -> float:
+    """FLOPs of one decode step of `batch` sequences at `context_len` (weights plus attention to the cache)."""
+    return batch * (
+        2.0 * count_parameters(cfg).active_with_embeddings + attention_flops_per_token(cfg, context_len, causal=False)
+    )
+
+
 def decode_step_time_s(cfg: ZayaConfig, est: HardwareEstimator, batch: int, context_len: int) -> float:
     """Seconds for one decode step of `batch` sequences at `context_len` (memory- or compute-bound)."""
     traffic = decode_bytes_per_token(cfg, context_len, batch).total
-    flops = batch * (
-        2.0 * count_parameters(cfg).active_with_embeddings + attention_flops_per_token(cfg, context_len, causal=False)
-    )
-    return max(est.memory_time_s(traffic), flops / est.peak_flops)
+    return max(est.memory_time_s(traffic), decode_step_flops(cfg, batch, context_len) / est.peak_flops)
 
 
 def pareto_front(cands: list[MoECandidate], batch: int) -> list[MoECandidate]:

@@ -94,3 +94,55 @@ def render_model_yaml(cfg: ZayaConfig, header: str) -> str:
     for key, value in dataclasses.asdict(cfg).items():
         lines.append(f"{key}: {yaml_scalar(value)}")
     return "\n".join(lines) + "\n"
+
+
+def plot_measured_pareto(
+    measured: list[MoECandidate],
+    predicted: list[MoECandidate],
+    chosen: MoECandidate,
+    batch: int,
+    path: Path,
+    title: str,
+) -> Path:
+    """Measured points (filled, the front through them) with the held-out estimator's prediction of each (hollow,
+    joined to its measurement), the recommendation starred."""
+    fig, ax = plt.subplots(figsize=(7.5, 5.2))
+    for i, k in enumerate(sorted({c.num_experts_per_tok for c in measured})):
+        pairs = [(m, p) for m, p in zip(measured, predicted, strict=True) if m.num_experts_per_tok == k]
+        color = f"C{i}"
+        ax.scatter(
+            [m.latency(batch) for m, _ in pairs],
+            [m.train_tflops for m, _ in pairs],
+            s=26,
+            color=color,
+            label=f"top-{k} measured",
+        )
+        ax.scatter(
+            [p.latency(batch) for _, p in pairs],
+            [p.train_tflops for _, p in pairs],
+            s=26,
+            facecolors="none",
+            edgecolors=color,
+            label=f"top-{k} estimator (held out)",
+        )
+        for m, p in pairs:
+            ax.plot(
+                [m.latency(batch), p.latency(batch)], [m.train_tflops, p.train_tflops], color=color, lw=0.6, alpha=0.6
+            )
+    front = sorted((c for c in measured if c.pareto), key=lambda c: c.latency(batch))
+    ax.plot([c.latency(batch) for c in front], [c.train_tflops for c in front], "k-", lw=1, label="measured front")
+    for c in measured:
+        ax.annotate(
+            f"E{c.num_experts} F{c.moe_intermediate_size} k{c.num_experts_per_tok}",
+            (c.latency(batch), c.train_tflops),
+            fontsize=6,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
+    ax.scatter([chosen.latency(batch)], [chosen.train_tflops], marker="*", s=220, color="red", label="recommended")
+    ax.set_xlabel(f"decode step latency at batch {batch} (ms, measured)")
+    ax.set_ylabel("training throughput (model TFLOP/s achieved)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6)
+    return _save(fig, path)
