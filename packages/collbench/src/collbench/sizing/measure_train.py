@@ -19,6 +19,7 @@ from zaya_config import HardwareProfile
 from zaya_config.log_config import LoggingConfig
 from zaya_model import ZayaConfig
 
+from collbench.errors import CollbenchError
 from collbench.timing import sync
 
 
@@ -80,8 +81,13 @@ def measurement_recipe(recipe: Any) -> Any:
 
 def measure_training(model_cfg: ZayaConfig, setup: TrainSetup, name: str, warmup: int, steps: int) -> TrainMeasurement:
     """Build the candidate's Trainer and time `steps` real steps after `warmup` untimed ones."""
-    from zaya_train.build import build_trainer
-    from zaya_train.metrics import mfu
+    try:
+        from zaya_train.build import build_trainer
+        from zaya_train.metrics import mfu
+    except ImportError as err:
+        raise CollbenchError(
+            f"sizing.measure needs zaya-train ({err}); pip install packages/zaya-train, or set sizing.measure=false"
+        ) from None
 
     if torch.cuda.is_available():
         torch._dynamo.reset()  # each candidate compiles afresh, as its own training process would
