@@ -66,7 +66,7 @@ def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(run_service, 
 
     # rules name the measurement (the GEMM sweep this run wrote) instead of "no measured table"
     rules = {r["name"]: r for r in summary["rules"]}
-    assert str(run_dir / "gemm.csv") in rules["hidden_size % matmul_tile"]["evidence"]
+    assert "size-run/gemm.csv" in rules["hidden_size % matmul_tile"]["evidence"]  # the sweep this run wrote
     assert "no measured table" not in json.dumps(summary["rules"])
     assert "expert rates: width" in rules["moe_intermediate_size (tile/wave)"]["evidence"]
 

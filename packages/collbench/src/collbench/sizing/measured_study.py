@@ -174,7 +174,13 @@ def gemm_table(
         m.gemm_warmup,
         progress,
     )
-    return rows, str(path)
+    return rows, _shown(path)
+
+
+def _shown(path: Path) -> str:
+    """The path as the rules name it: relative to the working directory when under it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(Path.cwd().resolve())) if path.is_relative_to(Path.cwd().resolve()) else str(path)
 
 
 def calibrate(

@@ -7,7 +7,7 @@ floor(N/g)g and ceil(N/g)g were measured at the same M and K is compared with th
 them: drop = 1 - rate(N) / interpolated. Smooth trends (rates rising with N on small shapes) interpolate
 away; only the steps remain. The same test on aligned widths (N % g == 0 against N - g and N + g) is the
 control: timing noise gives both groups the same spread, a tile step only the misaligned one. A granule's
-score is the median misaligned drop minus the median control drop; the derived tile is the granule with the
+score is the median misaligned drop minus the size of the median control drop; the derived tile is the granule with the
 highest score, if the score and the median drop are both at least `min_drop`, over at least `min_widths`
 widths in at least two distinct aligned intervals (a step that repeats, not one slow or fast anchor row), most of
 which (two thirds) dropped. Otherwise the sweep shows no tile step and the rules keep the
@@ -118,7 +118,7 @@ def derive_tile(
         control = [d for d, _, _ in width_drops(table, g, aligned=True)]
         drops_by_granule[g] = statistics.median(d for d, _, _ in drops)
         controls[g] = statistics.median(control) if control else 0.0
-        scores[g] = drops_by_granule[g] - controls[g]
+        scores[g] = drops_by_granule[g] - abs(controls[g])  # aligned widths off either way: that much is noise
         found[g] = drops
     best = max(scores, key=lambda g: (scores[g], -g), default=None)
     if (
