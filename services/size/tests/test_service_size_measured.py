@@ -33,6 +33,7 @@ def _front_knee(cands: list[dict], batch: int) -> str:
     return f"E{best.num_experts}-F{best.moe_intermediate_size}-k{best.num_experts_per_tok}"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(run_service, tmp_path):
     run_dir = tmp_path / "size-run"

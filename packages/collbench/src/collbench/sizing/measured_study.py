@@ -35,6 +35,7 @@ from collbench.sizing.rules import SizingRule, dimension_rules
 from collbench.sizing.tile_evidence import TileEvidence, derive_tile
 
 MIN_CANDIDATES = 3  # a held-out error needs a fit on at least two others
+MOE_SHAPE = ("num_experts", "moe_intermediate_size", "num_experts_per_tok", "name")  # what a candidate changes
 
 
 @dataclass
@@ -84,10 +85,17 @@ def check_measurable(sizing: SizingConfig, base: ZayaConfig, decode: DecodeSetup
         )
 
 
-def settings_key(sizing: SizingConfig, setup: TrainSetup, decode: DecodeSetup, hw: HardwareProfile) -> dict:
+def settings_key(
+    sizing: SizingConfig, base: ZayaConfig, setup: TrainSetup, decode: DecodeSetup, hw: HardwareProfile
+) -> dict:
     """What a saved candidate result must match to be reused by a re-run."""
-    return {
+    train = setup.train
+    key = {
         "hardware": hw.name,
+        "base_model": {k: v for k, v in dataclasses.asdict(base).items() if k not in MOE_SHAPE},
+        "train": [train.optimizer.name, train.precision, train.compile, train.activation_checkpointing, train.seed],
+        "decode_compile": decode.compile,
+        "warmup": [sizing.measurement.warmup_steps, decode.warmup],
         "layers": sizing.measurement.layers,
         "steps": sizing.measurement.steps,
         "seq_len": setup.seq_len,
@@ -98,6 +106,7 @@ def settings_key(sizing: SizingConfig, setup: TrainSetup, decode: DecodeSetup, h
         "decode_tokens": decode.tokens,
         "device": str(decode.device),
     }
+    return json.loads(json.dumps(key))  # as it reads back from the saved file (lists, not tuples)
 
 
 def load_saved(path: Path, key: dict) -> Measured | None:
@@ -134,7 +143,7 @@ def measure_all(
     """Every candidate measured (or reloaded), with a progress bar over the candidates."""
     from tqdm import tqdm
 
-    key = settings_key(sizing, setup, decode, setup.hardware)
+    key = settings_key(sizing, base, setup, decode, setup.hardware)
     found = []
     bar = tqdm(points, desc="candidates", unit="cand", disable=not progress)
     for point in bar:
