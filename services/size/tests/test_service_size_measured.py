@@ -81,10 +81,11 @@ def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(run_service, 
     for name in ("moe_pareto.png", "decode_latency.png", "gemm.csv", "sizing_rules.json", "moe_study.csv"):
         assert (run_dir / name).stat().st_size > 0
 
-    # a re-run in the same folder reuses the saved candidates (same settings) and measures nothing again
-    saved = {p.name: p.stat().st_mtime_ns for p in (run_dir / "candidates").glob("*.json")}
+    # a re-run in the same folder reuses the saved candidates and GEMM sweep (same settings)
+    saved = {p.name: p.stat().st_mtime_ns for p in [*(run_dir / "candidates").glob("*.json"), run_dir / "gemm.csv"]}
     run_service("size", *MEASURE, f"hydra.run.dir={run_dir}")
-    assert {p.name: p.stat().st_mtime_ns for p in (run_dir / "candidates").glob("*.json")} == saved
+    again_saved = [*(run_dir / "candidates").glob("*.json"), run_dir / "gemm.csv"]
+    assert {p.name: p.stat().st_mtime_ns for p in again_saved} == saved  # nothing measured or swept again
     again = json.loads((run_dir / "moe_width.json").read_text())
     assert [c["measured"] for c in again["candidates"]] == [c["measured"] for c in cands]
 

@@ -8,6 +8,7 @@ micro-batches), as `Trainer.run` does, synchronised with the device at its end.
 """
 
 import dataclasses
+import gc
 import statistics
 import time
 from dataclasses import dataclass
@@ -79,6 +80,27 @@ def measurement_recipe(recipe: Any) -> Any:
     return dataclasses.replace(recipe, phases=[first])
 
 
+def time_steps(trainer: Any, warmup: int, steps: int) -> tuple[list[float], int]:
+    """Seconds of each of `steps` real steps (data draw + `train_step`, synchronised) after `warmup` untimed ones,
+    and the tokens in a step."""
+    trainer.enter_phase(0)
+    device = trainer.ctx.device
+
+    def step() -> dict[str, Any]:
+        return trainer.train_step(trainer.sampler.next_batch(trainer.global_batch_size()))
+
+    for _ in range(warmup):
+        step()
+    sync(device)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        metrics = step()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return times, int(metrics["tokens_in_step"])
+
+
 def measure_training(model_cfg: ZayaConfig, setup: TrainSetup, name: str, warmup: int, steps: int) -> TrainMeasurement:
     """Build the candidate's Trainer and time `steps` real steps after `warmup` untimed ones."""
     try:
@@ -100,25 +122,10 @@ def measure_training(model_cfg: ZayaConfig, setup: TrainSetup, name: str, warmup
     }
     trainer = build_trainer(objects, setup.run_root / name, cache_dir=setup.cache_dir)
     try:
-        trainer.enter_phase(0)
-        device = trainer.ctx.device
-
-        def step() -> dict[str, Any]:
-            return trainer.train_step(trainer.sampler.next_batch(trainer.global_batch_size()))
-
-        for _ in range(warmup):
-            step()
-        sync(device)
-        times = []
-        for _ in range(steps):
-            start = time.perf_counter()
-            metrics = step()
-            sync(device)
-            times.append(time.perf_counter() - start)
-        tokens = int(metrics["tokens_in_step"])
+        times, tokens = time_steps(trainer, warmup, steps)
+        fpt = trainer.flops_per_token(setup.seq_len)
         step_s = statistics.median(times)
         tps = tokens / step_s
-        fpt = trainer.flops_per_token(setup.seq_len)
         return TrainMeasurement(
             step_s=step_s,
             step_s_min=min(times),
@@ -127,10 +134,12 @@ def measure_training(model_cfg: ZayaConfig, setup: TrainSetup, name: str, warmup
             tokens_per_s=tps,
             model_tflops=tps * fpt / 1e12,
             mfu=mfu(tps, fpt, setup.hardware, trainer.cfg.precision, trainer.ctx.world_size),
-            device=str(device),
+            device=str(trainer.ctx.device),
         )
     finally:
         trainer.close()
         trainer.ctx.close()
+        del trainer  # weights, gradients and optimizer state go before the decoder's model is built
+        gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

@@ -7,7 +7,8 @@ trainer computes):
   expert), with expert widths one datasheet tile either side, so expert-width choices read measured rates;
 - an N sweep at M = micro-batch tokens, K = hidden, N from hidden to hidden + 512 in steps of 8: misaligned
   and aligned widths side by side, from which `tile_evidence.derive_tile` reads the tile step.
-It is written as `gemm.csv` in the run folder, the table format `sizing.measured_dir` reads.
+It is written as `gemm.csv` in the run folder, the table format `sizing.measured_dir` reads, and reused by a
+re-run in the same folder.
 """
 
 from pathlib import Path
@@ -24,6 +25,7 @@ from collbench.gemm import (
     sustain_matmul,
     transformer_shapes,
 )
+from collbench.sizing.estimator import load_gemm_table
 from collbench.tables import write_rows
 from collbench.timing import TimingPolicy
 
@@ -59,8 +61,16 @@ def run_candidate_gemm_sweep(
     warmup: int,
     progress: bool = True,
 ) -> tuple[list[GemmResult], Path]:
-    """Time the sweep on `device`; the rows and the `gemm.csv` they were written to."""
+    """Time the sweep on `device`; the rows and the `gemm.csv` they were written to. A `gemm.csv` already in
+    `out_dir` from the same device that holds every shape is reused (a re-run of an interrupted study)."""
     shapes = sweep_shapes(cands, micro_tokens, hw.matmul_tile)
+    path = Path(out_dir) / "gemm.csv"
+    if path.is_file():
+        rows = load_gemm_table(path)
+        if {(s.m, s.n, s.k) for s in shapes} <= {(r.m, r.n, r.k) for r in rows} and {r.device for r in rows} == {
+            str(device)
+        }:
+            return rows, path
     if device.type == "cuda":
         sustain_matmul(device, 2.0)  # the clock ramps up before anything is timed
         policy, rotate, dtype = TimingPolicy.gpu(), 2 * hw.l2_cache_bytes, "bfloat16"
@@ -72,5 +82,4 @@ def run_candidate_gemm_sweep(
             "float32",
         )
     rows = run_gemm_sweep(shapes, dtype, device, iters, warmup, hw.compute_units, str(device), progress, policy, rotate)
-    path = write_rows([r.as_row() for r in rows], Path(out_dir) / "gemm.csv")
-    return rows, path
+    return rows, write_rows([r.as_row() for r in rows], path)
