@@ -106,18 +106,20 @@ def run_measured_sizing(
 ) -> SizingOutcome:
     """The measured study (`measured_study`) and its files: measurements (CSV, zarr), results JSON, the Pareto
     plot of measured points with the estimator's predictions, decode latency, rules, recommended config."""
-    from collbench.sizing.measured_study import measurement_rows, run_measured_study
+    from collbench.sizing.measured_results import measurement_rows
+    from collbench.sizing.measured_store import candidate_name
+    from collbench.sizing.measured_study import run_measured_study
     from collbench.sizing.report import plot_measured_pareto
     from collbench.tables import write_rows, write_rows_zarr
 
     r = run_measured_study(sizing, base, setup, out_dir, progress)
-    chosen, rules, meta = r["chosen"], r["rules"], r["meta"]
+    chosen, rules, meta = r.chosen, r.rules, r.meta
     recommended = recommended_config(base, chosen, rules)
     summary = {
-        "candidates": r["entries"],
-        "estimator_error": r["errors"],
+        "candidates": r.entries,
+        "estimator_error": r.errors,
         "recommended": {
-            "name": f"E{chosen.num_experts}-F{chosen.moe_intermediate_size}-k{chosen.num_experts_per_tok}",
+            "name": candidate_name((chosen.num_experts, chosen.moe_intermediate_size, chosen.num_experts_per_tok)),
             "num_experts": chosen.num_experts,
             "moe_intermediate_size": chosen.moe_intermediate_size,
             "num_experts_per_tok": chosen.num_experts_per_tok,
@@ -126,11 +128,11 @@ def run_measured_sizing(
             "config": RECOMMENDED_NAME,
         },
         "rules": [x.as_row() for x in rules],
-        "tile": r["evidence"].as_dict(),
+        "tile": r.evidence.as_dict(),
         "meta": meta,
     }
-    rows = measurement_rows(r["found"], r["entries"], setup.hardware.name, meta["device"])
-    err = r["errors"]
+    rows = measurement_rows(r.found, r.entries, setup.hardware.name, meta["device"])
+    err = r.errors
     header = (
         f"Recommended by collbench's measured sizing study on {meta['device']} (hardware {setup.hardware.name}; "
         f"{meta['label']}).\nKnee of the measured Pareto front at decode batch {sizing.latency_batch}: "
@@ -146,11 +148,11 @@ def run_measured_sizing(
         "measurements_csv": write_rows(rows, out_dir / "measurements.csv"),
         "measurements_zarr": write_rows_zarr(rows, out_dir / "measurements.zarr", {"meta": meta}),
         "results": write_text_atomic(out_dir / "moe_width.json", json.dumps(summary, indent=1) + "\n"),
-        "candidates": write_candidates_csv(r["measured"], sizing.decode_batches, out_dir / "moe_study.csv"),
+        "candidates": write_candidates_csv(r.measured, sizing.decode_batches, out_dir / "moe_study.csv"),
         "pareto_png": plot_measured_pareto(
-            r["measured"], r["predicted"], chosen, sizing.latency_batch, out_dir / "moe_pareto.png", title
+            r.measured, r.predicted, chosen, sizing.latency_batch, out_dir / "moe_pareto.png", title
         ),
-        "latency_png": plot_decode_latency(r["measured"], sizing.decode_batches, out_dir / "decode_latency.png"),
+        "latency_png": plot_decode_latency(r.measured, sizing.decode_batches, out_dir / "decode_latency.png"),
         "rules": write_text_atomic(
             out_dir / "sizing_rules.json", json.dumps([x.as_row() for x in rules], indent=2) + "\n"
         ),
@@ -158,4 +160,4 @@ def run_measured_sizing(
     }
     if not sizing.measured_dir:
         files["gemm"] = out_dir / "gemm.csv"
-    return SizingOutcome(r["measured"], chosen, rules, recommended, files, summary)
+    return SizingOutcome(r.measured, chosen, rules, recommended, files, summary)
