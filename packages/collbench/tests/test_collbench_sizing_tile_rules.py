@@ -74,3 +74,18 @@ def test_rules_without_a_measured_table_or_step_say_so():
     kept = {r.name: r for r in dimension_rules(cfg, est, 1024, evidence=flat)}
     assert "no tile step" in kept["hidden_size % matmul_tile"].evidence
     assert "kept the datasheet matmul_tile 64" in kept["hidden_size % matmul_tile"].evidence
+
+
+def test_estimated_study_with_a_measured_table_names_it_in_every_width_rule(tmp_path):
+    import json
+
+    from collbench.config import SizingConfig
+    from collbench.sizing.study import run_sizing
+
+    write_rows([r.as_row() for r in sweep(128)], tmp_path / "run" / "gemm.csv")
+    sizing = SizingConfig(num_experts=[8, 16], top_k=[1], measured_dir=str(tmp_path / "run"))
+    out = run_sizing(sizing, ZayaConfig.from_preset("zaya1-base"), hardware("h200"), tmp_path / "out")
+    rules = {r["name"]: r for r in json.loads(out.files["rules"].read_text())}
+    for name in ("hidden_size % matmul_tile", "q width % matmul_tile", "vocab_size % 128"):
+        assert rules[name]["measured"] and "gemm.csv rows" in rules[name]["evidence"]
+    assert "measured GEMM table" in out.files["recommended"].read_text().splitlines()[0]
