@@ -5,6 +5,7 @@ benchmark's global batch, and the decode within the model's positions."""
 import shlex
 from pathlib import Path
 
+import pytest
 import torch
 from collbench.sizing.measure_decode import DecodeSetup
 from collbench.sizing.measure_train import TrainSetup
@@ -39,3 +40,20 @@ def test_h200_measure_command_composes_to_the_study_the_benchmarks_describe(tmp_
     m = sizing.measurement
     decode = DecodeSetup(torch.device("cuda"), sizing.context_len, m.decode_warmup, m.decode_tokens, m.decode_compile)
     check_measurable(sizing, base, decode, points)  # raises if the decode would not fit 4096 positions
+
+
+@pytest.mark.slow
+def test_h200_measure_command_data_feeds_the_trainer_at_4096(tmp_path):
+    """The command's data (the standard library as bytes, 400 files) yields the training and validation windows
+    the trainer checks at its start (`check_recipe`, `check_data`) at sequence 4096 and global batch 64."""
+    from collbench.sizing.measure_train import measurement_recipe, measurement_train_config
+    from zaya_train.build import check_data, check_recipe
+    from zaya_train.data.pipeline import prepare_data
+
+    with initialize_config_dir(config_dir=str(ROOT / "services/size/conf"), version_base="1.3"):
+        objs = validate_config(compose(config_name="size", overrides=h200_overrides()))
+    train, recipe = measurement_train_config(objs["train"]), measurement_recipe(objs["recipe"])
+    check_recipe(recipe, train, objs["model"].max_position_embeddings, world_size=1)
+    data = prepare_data(train.data, tmp_path / "cache", progress=False)
+    assert data.tokenizer.vocab_size <= objs["model"].vocab_size
+    check_data(recipe, data, train.eval.sequences)
