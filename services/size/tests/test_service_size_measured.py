@@ -83,7 +83,8 @@ def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(run_service, 
 
     # a re-run in the same folder reuses the saved candidates and GEMM sweep (same settings)
     saved = {p.name: p.stat().st_mtime_ns for p in [*(run_dir / "candidates").glob("*.json"), run_dir / "gemm.csv"]}
-    run_service("size", *MEASURE, f"hydra.run.dir={run_dir}")
+    proc = run_service("size", *MEASURE, f"hydra.run.dir={run_dir}")
+    assert (proc.stdout + proc.stderr).count("(saved by an earlier run, reused)") == 4
     again_saved = [*(run_dir / "candidates").glob("*.json"), run_dir / "gemm.csv"]
     assert {p.name: p.stat().st_mtime_ns for p in again_saved} == saved  # nothing measured or swept again
     again = json.loads((run_dir / "moe_width.json").read_text())

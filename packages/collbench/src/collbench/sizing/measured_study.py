@@ -11,6 +11,7 @@ and the tile rule.
 """
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +34,7 @@ from collbench.sizing.rules import SizingRule, dimension_rules
 from collbench.sizing.tile_evidence import TileEvidence, derive_tile
 
 MIN_CANDIDATES = 3  # a held-out error needs a fit on at least two others
+log = logging.getLogger("collbench")
 
 
 @dataclass
@@ -84,11 +86,20 @@ def measure_all(
         bar.set_postfix_str(name)
         path = out_dir / "candidates" / f"{name}.json"
         m = load_saved(path, key)
+        reused = m is not None
         if m is None:
             cfg = candidate_config(base, point, num_hidden_layers=sizing.measurement.layers, name=name)
             train = measure_training(cfg, setup, name, sizing.measurement.warmup_steps, sizing.measurement.steps)
             m = Measured(name, point, train, measure_decode(cfg, decode, sizing.decode_batches))
             save_measured(m, path, key)
+        log.info(
+            "%s: %.4g tokens/s, MFU %.1f%%, decode ms per step %s%s",
+            name,
+            m.train.tokens_per_s,
+            100 * m.train.mfu,
+            ", ".join(f"B{b} {v:.3g}" for b, v in m.decode_ms().items()),
+            " (saved by an earlier run, reused)" if reused else "",
+        )
         found.append(m)
     return found
 
