@@ -56,7 +56,6 @@ def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(run_service, 
     err = summary["estimator_error"]
     assert err["median"] == pytest.approx(float(np.median(errs)), rel=1e-9)
     assert err["worst"] == pytest.approx(max(errs), rel=1e-9)
-    assert err["in_sample"]["median"] <= err["held_out"]["median"] + 1e-12 or err["held_out"]["worst"] > 0
 
     # recommended from the measurements: the knee of the measured front, and the config written for it
     rec = summary["recommended"]
