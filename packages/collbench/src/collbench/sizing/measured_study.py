@@ -173,6 +173,7 @@ def run_measured_study(
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "base_model": base.name,
         "layers_measured": m.layers,
+        "params_counted_at_layers": base.num_hidden_layers,  # candidates' total/active params: the full model
         "seq_len": setup.seq_len,
         "global_batch": setup.global_batch,
         "micro_batch": setup.micro_batch,
