@@ -17,6 +17,12 @@ def test_size_command_reports_bad_overrides(tmp_path):
     assert result.exit_code == 2 and "sizing.top_k[0] = 0" in result.output
 
 
+def test_size_command_says_the_measured_mode_needs_the_service(tmp_path):
+    result = CliRunner().invoke(app, ["size", str(tmp_path), "sizing.measure=true"])
+    assert result.exit_code == 2 and "zaya run size" in result.output
+    assert not (tmp_path / "recommended_model.yaml").exists()
+
+
 def test_merge_command(fixture_path, tmp_path):
     rows = parse_nccl_tests_file(fixture_path("rccl_tests_mi300x_8gpu_allreduce.txt"))[0].results
     write_results(rows[:4], tmp_path / "0")

@@ -163,6 +163,37 @@ class BenchConfig(ValidatedConfig):
 
 
 @dataclass
+class MeasureConfig(ValidatedConfig):
+    """Measured mode of the sizing study (`sizing.measure=true`): how each candidate is built and timed.
+
+    Training runs zaya-train's Trainer (the composed `train` and `recipe` groups: their global batch, micro-batch
+    and sequence); decoding runs zaya-model's ZayaDecoder (compiled and CUDA-graphed on a GPU, eager on a CPU).
+    """
+
+    layers: int = 2  # decoder layers of every candidate (full width, a few layers)
+    warmup_steps: int = 1  # untimed trainer steps (compilation, allocation)
+    steps: int = 3  # timed trainer steps (the median is reported)
+    decode_warmup: int = 2  # untimed decode steps after the prefill
+    decode_tokens: int = 8  # timed decode steps
+    decode_compile: bool | None = None  # per-layer torch.compile of the decode step; null = on CUDA only
+    gemm_iters: int = 5  # GEMM sweep (when no measured_dir): timed calls per batch (CPU policy)
+    gemm_warmup: int = 2
+    rule_min_drop: float = 0.02  # a tile granule is a rule when misaligned widths lose more than this (measured)
+    prior_weight: float = 0.1  # calibration: pull of the analytic coefficients against the measurements
+
+    def validate_fields(self) -> None:
+        """Positive counts; a drop threshold in [0, 1); a non-negative prior weight."""
+        c = _checks()
+        for name in ("layers", "steps", "decode_tokens", "gemm_iters"):
+            c.positive(name, getattr(self, name))
+        for name in ("warmup_steps", "decode_warmup", "gemm_warmup"):
+            c.non_negative(name, getattr(self, name))
+        if not 0 <= self.rule_min_drop < 1:
+            raise _invalid("rule_min_drop", self.rule_min_drop, "a fraction in [0, 1)")
+        c.non_negative("prior_weight", self.prior_weight)
+
+
+@dataclass
 class SizingConfig(ValidatedConfig):
     """The sizing study (config key `sizing`): dims rules and the MoE width study around the composed `model`."""
 
@@ -175,9 +206,12 @@ class SizingConfig(ValidatedConfig):
     seq_len: int = 2048
     context_len: int = 2048
     iso_params: bool = True  # widths = base experts x width / num_experts (same expert parameters)
+    iso_active_params: bool = False  # widths = base top-k x width / top-k (same active parameters); excludes iso_params
     max_total_params: float = 0.0  # 0 = no budget
     measured_dir: str = ""  # a characterize run dir; its gemm.csv refines the estimates
     tensor_parallel: int = 1
+    measure: bool = False  # run every candidate (trainer step, fast decode) instead of estimating it
+    measurement: MeasureConfig = field(default_factory=MeasureConfig)
 
     def validate_fields(self) -> None:
         """Positive grid values; the latency batch is one of the decode batches."""
@@ -195,3 +229,7 @@ class SizingConfig(ValidatedConfig):
         for name in ("train_tokens_per_step", "seq_len", "context_len", "tensor_parallel"):
             c.positive(name, getattr(self, name))
         c.non_negative("max_total_params", self.max_total_params)
+        if self.iso_params and self.iso_active_params:
+            raise _invalid(
+                "iso_active_params", True, "false while iso_params is true (choose one; set iso_params=false)"
+            )

@@ -48,9 +48,7 @@ class HardwareEstimator:
         shape = GemmShape(m, n, k)
         roof = self.bw_bytes_per_s * shape.flops / shape.bytes_moved(2)
         if self.gemm_table:
-            near = min(
-                self.gemm_table, key=lambda r: math.log(r.m / m) ** 2 + math.log(r.n / n) ** 2 + math.log(r.k / k) ** 2
-            )
+            near = self.gemm_table[nearest_row(self.gemm_table, m, n, k)]
             rate = near.tflops * 1e12 * self.efficiency(m, n, k) / self.efficiency(near.m, near.n, near.k)
         else:
             rate = self.peak_flops * self.efficiency(m, n, k)
@@ -65,6 +63,14 @@ class HardwareEstimator:
     def memory_time_s(self, n_bytes: float) -> float:
         """Seconds to stream `n_bytes` at the bandwidth ceiling."""
         return n_bytes / self.bw_bytes_per_s
+
+
+def nearest_row(table: list[GemmResult], m: int, n: int, k: int) -> int:
+    """Index of the table's shape nearest to [m, n, k] in log space (the one the estimate is scaled from)."""
+    return min(
+        range(len(table)),
+        key=lambda i: math.log(table[i].m / m) ** 2 + math.log(table[i].n / n) ** 2 + math.log(table[i].k / k) ** 2,
+    )
 
 
 def load_gemm_table(path: Path) -> list[GemmResult]:

@@ -52,35 +52,53 @@ class MoECandidate:
         return row
 
 
-def train_step_time_s(cfg: ZayaConfig, est: HardwareEstimator, tokens: int, seq_len: int) -> float:
-    """Forward + backward seconds for one step of `tokens` tokens on one GPU.
-
-    The projection, expert and LM-head GEMMs are timed by the estimator; the rest of the model's
-    FLOPs (attention scores and values, router MLP, convolutions) run at the peak rate.
-    """
+def forward_gemms(cfg: ZayaConfig, tokens: int) -> list[tuple[int, int, int, int]]:
+    """(M, N, K, count) of the forward pass's projection, expert and LM-head GEMMs for `tokens` tokens
+    (experts at tokens x top-k / num_experts rows each, under uniform routing)."""
     d, q, kv, f = cfg.hidden_size, cfg.q_size, cfg.kv_size, cfg.moe_intermediate_size
     e, k = cfg.num_experts, cfg.num_experts_per_tok
     tpe = max(1, round(tokens * k / e))
-    gemms = [
+    return [
         (tokens, q + 2 * kv, d, cfg.num_hidden_layers),
         (tokens, d, q, cfg.num_hidden_layers),
         (tpe, 2 * f, d, cfg.num_hidden_layers * e),
         (tpe, d, f, cfg.num_hidden_layers * e),
         (tokens, cfg.vocab_size, d, 1),
     ]
-    timed = sum(n * est.gemm_time_s(m_, n_, k_) for m_, n_, k_, n in gemms)
+
+
+def train_step_parts_s(cfg: ZayaConfig, est: HardwareEstimator, tokens: int, seq_len: int) -> dict[str, float]:
+    """The forward + backward step's analytic parts: `gemm_s` (GEMMs at the estimator's rates), `rest_s` (the
+    model's other FLOPs at peak), `launches` (GEMM kernels, each paying `est.kernel_overhead_s`)."""
+    gemms = forward_gemms(cfg, tokens)
+    gemm_s = sum(n * 2.0 * m_ * n_ * k_ / est.gemm_flops_rate(m_, n_, k_) for m_, n_, k_, n in gemms if min(m_, n_, k_))
     timed_flops = sum(n * 2.0 * m_ * n_ * k_ for m_, n_, k_, n in gemms)
     rest = max(0.0, flops_per_token(cfg, seq_len, training=False) * tokens - timed_flops)
-    return 3.0 * (timed + rest / est.peak_flops)
+    launches = sum(n for m_, n_, k_, n in gemms if min(m_, n_, k_))
+    return {"gemm_s": 3.0 * gemm_s, "rest_s": 3.0 * rest / est.peak_flops, "launches": 3.0 * launches}
+
+
+def train_step_time_s(cfg: ZayaConfig, est: HardwareEstimator, tokens: int, seq_len: int) -> float:
+    """Forward + backward seconds for one step of `tokens` tokens on one GPU.
+
+    The projection, expert and LM-head GEMMs are timed by the estimator; the rest of the model's
+    FLOPs (attention scores and values, router MLP, convolutions) run at the peak rate.
+    """
+    parts = train_step_parts_s(cfg, est, tokens, seq_len)
+    return parts["gemm_s"] + parts["rest_s"] + parts["launches"] * est.kernel_overhead_s
+
+
+def decode_step_flops(cfg: ZayaConfig, batch: int, context_len: int) -> float:
+    """FLOPs of one decode step of `batch` sequences at `context_len` (weights plus attention to the cache)."""
+    return batch * (
+        2.0 * count_parameters(cfg).active_with_embeddings + attention_flops_per_token(cfg, context_len, causal=False)
+    )
 
 
 def decode_step_time_s(cfg: ZayaConfig, est: HardwareEstimator, batch: int, context_len: int) -> float:
     """Seconds for one decode step of `batch` sequences at `context_len` (memory- or compute-bound)."""
     traffic = decode_bytes_per_token(cfg, context_len, batch).total
-    flops = batch * (
-        2.0 * count_parameters(cfg).active_with_embeddings + attention_flops_per_token(cfg, context_len, causal=False)
-    )
-    return max(est.memory_time_s(traffic), flops / est.peak_flops)
+    return max(est.memory_time_s(traffic), decode_step_flops(cfg, batch, context_len) / est.peak_flops)
 
 
 def pareto_front(cands: list[MoECandidate], batch: int) -> list[MoECandidate]:
@@ -120,6 +138,27 @@ def expert_shapes(sizing: SizingConfig, base: ZayaConfig) -> list[tuple[int, int
     return pairs
 
 
+def grid_points(sizing: SizingConfig, base: ZayaConfig) -> list[tuple[int, int, int]]:
+    """(num experts, expert width, top-k) of every candidate: at the base model's active expert width
+    (top-k x width) when `iso_active_params`, else expert_shapes x top_k; top-k above the expert count is left out."""
+    if sizing.iso_active_params:
+        active = base.num_experts_per_tok * base.moe_intermediate_size
+        ks = [k for k in sizing.top_k if active % k == 0]
+        if not ks:
+            raise CollbenchError(
+                f"sizing.iso_active_params: no top_k in {sizing.top_k} divides the base model's "
+                f"num_experts_per_tok x moe_intermediate_size = {active}; pick divisors"
+            )
+        return [(e, active // k, k) for e in sizing.num_experts for k in ks if k <= e]
+    return [(e, f, k) for e, f in expert_shapes(sizing, base) for k in sizing.top_k if k <= e]
+
+
+def candidate_config(base: ZayaConfig, point: tuple[int, int, int], **extra: object) -> ZayaConfig:
+    """The base model with one grid point's MoE shape (and any `extra` field changes, e.g. fewer layers)."""
+    e, f, k = point
+    return dataclasses.replace(base, num_experts=e, moe_intermediate_size=f, num_experts_per_tok=k, **extra)
+
+
 def run_moe_study(
     sizing: SizingConfig, base: ZayaConfig, est: HardwareEstimator
 ) -> tuple[list[MoECandidate], MoECandidate]:
@@ -130,31 +169,28 @@ def run_moe_study(
             f"{sizing.decode_batches}; add it there"
         )
     cands = []
-    for e, f in expert_shapes(sizing, base):
-        for k in sizing.top_k:
-            if k > e:
-                continue
-            cfg = dataclasses.replace(base, num_experts=e, moe_intermediate_size=f, num_experts_per_tok=k)
-            params = count_parameters(cfg)
-            if sizing.max_total_params and params.total > sizing.max_total_params:
-                continue
-            step = train_step_time_s(cfg, est, sizing.train_tokens_per_step, sizing.seq_len)
-            model_flops = flops_per_token(cfg, sizing.seq_len, training=True) * sizing.train_tokens_per_step
-            cands.append(
-                MoECandidate(
-                    num_experts=e,
-                    moe_intermediate_size=f,
-                    num_experts_per_tok=k,
-                    total_params=params.total,
-                    active_params=params.active,
-                    train_tokens_per_s=sizing.train_tokens_per_step / step,
-                    train_tflops=model_flops / step / 1e12,
-                    mfu=model_flops / step / est.hw.peak_bf16_flops,
-                    decode_latency_ms={
-                        b: 1e3 * decode_step_time_s(cfg, est, b, sizing.context_len) for b in sizing.decode_batches
-                    },
-                )
+    for point in grid_points(sizing, base):
+        cfg = candidate_config(base, point)
+        params = count_parameters(cfg)
+        if sizing.max_total_params and params.total > sizing.max_total_params:
+            continue
+        step = train_step_time_s(cfg, est, sizing.train_tokens_per_step, sizing.seq_len)
+        model_flops = flops_per_token(cfg, sizing.seq_len, training=True) * sizing.train_tokens_per_step
+        cands.append(
+            MoECandidate(
+                num_experts=cfg.num_experts,
+                moe_intermediate_size=cfg.moe_intermediate_size,
+                num_experts_per_tok=cfg.num_experts_per_tok,
+                total_params=params.total,
+                active_params=params.active,
+                train_tokens_per_s=sizing.train_tokens_per_step / step,
+                train_tflops=model_flops / step / 1e12,
+                mfu=model_flops / step / est.hw.peak_bf16_flops,
+                decode_latency_ms={
+                    b: 1e3 * decode_step_time_s(cfg, est, b, sizing.context_len) for b in sizing.decode_batches
+                },
             )
+        )
     if not cands:
         raise CollbenchError(
             f"no grid point fits sizing.max_total_params={sizing.max_total_params:g}; raise it or "

@@ -24,15 +24,14 @@ def write_candidates_csv(cands: list[MoECandidate], batches: list[int], path: Pa
     return write_text_atomic(path, buf.getvalue())
 
 
-def plot_pareto(cands: list[MoECandidate], chosen: MoECandidate, batch: int, path: Path, hw_name: str) -> Path:
-    """Training model FLOP/s against decode latency, the front drawn, the recommendation starred."""
-    fig, ax = plt.subplots(figsize=(7, 5))
-    for k in sorted({c.num_experts_per_tok for c in cands}):
-        pts = [c for c in cands if c.num_experts_per_tok == k]
-        ax.scatter([c.latency(batch) for c in pts], [c.train_tflops for c in pts], s=18, label=f"top-{k}")
-    front = sorted((c for c in cands if c.pareto), key=lambda c: c.latency(batch))
-    ax.plot([c.latency(batch) for c in front], [c.train_tflops for c in front], "k-", lw=1, label="Pareto front")
-    for c in front:
+def _front_and_choice(
+    ax, cands: list[MoECandidate], front: list[MoECandidate], chosen: MoECandidate, batch: int, label: str,
+    named: list[MoECandidate],
+) -> None:  # fmt: skip
+    """The front as a line, the `named` points labelled with their shape, the choice starred, the y axis."""
+    front = sorted(front, key=lambda c: c.latency(batch))
+    ax.plot([c.latency(batch) for c in front], [c.train_tflops for c in front], "k-", lw=1, label=label)
+    for c in named:
         ax.annotate(
             f"E{c.num_experts} F{c.moe_intermediate_size} k{c.num_experts_per_tok}",
             (c.latency(batch), c.train_tflops),
@@ -41,10 +40,20 @@ def plot_pareto(cands: list[MoECandidate], chosen: MoECandidate, batch: int, pat
             textcoords="offset points",
         )
     ax.scatter([chosen.latency(batch)], [chosen.train_tflops], marker="*", s=200, color="red", label="recommended")
-    ax.set_xlabel(f"decode step latency at batch {batch} (ms)")
     ax.set_ylabel("training throughput (model TFLOP/s achieved)")
-    ax.set_title(f"MoE width study on {hw_name}")
     ax.grid(True, alpha=0.3)
+
+
+def plot_pareto(cands: list[MoECandidate], chosen: MoECandidate, batch: int, path: Path, hw_name: str) -> Path:
+    """Training model FLOP/s against decode latency, the front drawn, the recommendation starred."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for k in sorted({c.num_experts_per_tok for c in cands}):
+        pts = [c for c in cands if c.num_experts_per_tok == k]
+        ax.scatter([c.latency(batch) for c in pts], [c.train_tflops for c in pts], s=18, label=f"top-{k}")
+    front = [c for c in cands if c.pareto]
+    _front_and_choice(ax, cands, front, chosen, batch, "Pareto front", front)
+    ax.set_xlabel(f"decode step latency at batch {batch} (ms)")
+    ax.set_title(f"MoE width study on {hw_name}")
     ax.legend(fontsize=7)
     return _save(fig, path)
 
@@ -94,3 +103,43 @@ def render_model_yaml(cfg: ZayaConfig, header: str) -> str:
     for key, value in dataclasses.asdict(cfg).items():
         lines.append(f"{key}: {yaml_scalar(value)}")
     return "\n".join(lines) + "\n"
+
+
+def plot_measured_pareto(
+    measured: list[MoECandidate],
+    predicted: list[MoECandidate],
+    chosen: MoECandidate,
+    batch: int,
+    path: Path,
+    title: str,
+) -> Path:
+    """Measured points (filled, the front through them) with the held-out estimator's prediction of each (hollow,
+    joined to its measurement), the recommendation starred."""
+    fig, ax = plt.subplots(figsize=(7.5, 5.2))
+    for i, k in enumerate(sorted({c.num_experts_per_tok for c in measured})):
+        pairs = [(m, p) for m, p in zip(measured, predicted, strict=True) if m.num_experts_per_tok == k]
+        color = f"C{i}"
+        ax.scatter(
+            [m.latency(batch) for m, _ in pairs],
+            [m.train_tflops for m, _ in pairs],
+            s=26,
+            color=color,
+            label=f"top-{k} measured",
+        )
+        ax.scatter(
+            [p.latency(batch) for _, p in pairs],
+            [p.train_tflops for _, p in pairs],
+            s=26,
+            facecolors="none",
+            edgecolors=color,
+            label=f"top-{k} estimator (held out)",
+        )
+        for m, p in pairs:
+            ax.plot(
+                [m.latency(batch), p.latency(batch)], [m.train_tflops, p.train_tflops], color=color, lw=0.6, alpha=0.6
+            )
+    _front_and_choice(ax, measured, [c for c in measured if c.pareto], chosen, batch, "measured front", measured)
+    ax.set_xlabel(f"decode step latency at batch {batch} (ms, measured)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6)
+    return _save(fig, path)
