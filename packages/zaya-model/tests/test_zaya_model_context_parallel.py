@@ -1,0 +1,108 @@
+"""Context parallelism: the zigzag layout, and CP 2 and 4 over real gloo process groups giving the loss,
+the gradients, the logits and the router counts of one rank (fp32, 1e-5), with and without padding."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from zaya_model import ZayaModelError
+from zaya_model.context_parallel import ContextParallel, causal_mask, padded_length, shard_sequence
+
+WORKER = Path(__file__).with_name("zaya_model_cp_worker.py")
+
+
+def _worker_module():
+    spec = importlib.util.spec_from_file_location("zaya_model_cp_worker", WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+@pytest.mark.parametrize("seq_len", [24, 29])
+def test_zigzag_shards_cover_the_padded_sequence_once(size, seq_len):
+    ids = torch.arange(seq_len)[None].repeat(2, 1) + 1
+    S = padded_length(seq_len, size)
+    assert S % (2 * size) == 0 and seq_len <= S < seq_len + 2 * size
+    seen = torch.zeros(S, dtype=torch.long)
+    L = S // (2 * size)
+    for rank in range(size):
+        cp = ContextParallel(None, size, rank)
+        local_ids, local_labels, mask = shard_sequence(ids, ids + 1000, cp)
+        pos = cp.positions(local_ids.shape[1])
+        # rank r holds chunks r and 2N-1-r, in that order
+        assert pos.tolist() == [
+            *range(rank * L, (rank + 1) * L),
+            *range((2 * size - 1 - rank) * L, (2 * size - rank) * L),
+        ]
+        seen[pos] += 1
+        real = pos < seq_len
+        assert torch.equal(local_ids[:, real], ids[:, pos[real]])  # real tokens where they belong
+        assert (local_ids[:, ~real] == 0).all() and (local_labels[:, ~real] == -100).all()  # padding at the end
+        assert (mask is None) == (seq_len == S)
+        if mask is not None:
+            assert torch.equal(mask[0].bool(), real)
+    assert (seen == 1).all()
+
+
+def test_chunk_mask_is_causal_in_global_positions():
+    mask = causal_mask(chunk=2, chunk_len=3, device=torch.device("cpu"))
+    assert mask.shape == (3, 9)
+    assert mask[0].tolist() == [True] * 7 + [False] * 2  # query at global position 6 sees keys 0..6
+    assert mask[2].all()
+
+
+def _run_group(tmp_path: Path, world: int, seq_len: int, bias: bool) -> dict:
+    init = tmp_path / "init"
+    args = [str(world), str(init), str(tmp_path), str(seq_len), "1" if bias else "0"]
+    procs = [
+        subprocess.Popen([sys.executable, str(WORKER), str(r), *args], stderr=subprocess.PIPE, text=True)
+        for r in range(world)
+    ]
+    errors = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * world, "\n".join(e[-3000:] for e in errors)
+    return torch.load(tmp_path / "cp.pt")
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("world", "seq_len", "bias"),
+    [(2, 32, False), (2, 29, True), (4, 32, True), (4, 61, False)],
+    ids=["cp2", "cp2-padded-bias", "cp4-bias", "cp4-padded"],
+)
+def test_context_parallel_matches_one_rank(tmp_path, world, seq_len, bias):
+    got = _run_group(tmp_path, world, seq_len, bias)
+    assert got["local_len"] == padded_length(seq_len, world) // world
+    worker = _worker_module()
+    model = worker.make_model(bias)
+    ids, labels = worker.make_batch(seq_len)
+    loss = model(ids, labels=labels)
+    loss.backward()
+    assert torch.allclose(got["losses"], loss.detach().expand(world), atol=1e-5, rtol=0)  # same value on each rank
+    ref_grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    assert got["grads"].keys() == ref_grads.keys()
+    for name, grad in ref_grads.items():
+        assert torch.allclose(got["grads"][name], grad, atol=1e-5, rtol=1e-4), name
+    assert torch.equal(got["counts"], worker.router_counts(model))  # padding is not counted
+    with torch.no_grad():
+        logits = model.eval()(ids)
+    assert torch.allclose(got["logits"], logits, atol=1e-5, rtol=1e-5)
+
+
+def test_context_parallel_refuses_bad_local_inputs():
+    from zaya_model import ZayaConfig, build_model
+
+    model = build_model(ZayaConfig.from_preset("zaya1-tiny"))
+    model.set_context_parallel(ContextParallel(None, 2, 0))
+    with pytest.raises(ZayaModelError, match="two zigzag chunks"):
+        model(torch.zeros(1, 7, dtype=torch.long))
+    with pytest.raises(ZayaModelError, match="position_ids cannot be given"):
+        model(torch.zeros(1, 8, dtype=torch.long), position_ids=torch.arange(8))
+    with pytest.raises(ZayaModelError, match="fewer than the 2"):
+        model(torch.zeros(1, 2, dtype=torch.long))  # chunks of 1 token cannot hold the conv halo of 2
+    with pytest.raises(ZayaModelError, match="padding at the end"):
+        model(torch.zeros(1, 8, dtype=torch.long), attention_mask=torch.tensor([[0, 1, 1, 1, 1, 1, 1, 1]]))
