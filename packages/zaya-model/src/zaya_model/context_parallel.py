@@ -20,6 +20,8 @@ sum of every rank's token losses over the group's token count (`group_mean_loss`
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +63,20 @@ class ContextParallel:
         """Global positions [2L] of this rank's tokens (RoPE sees where a token is in the whole sequence)."""
         L = self.chunk_len(local_len)
         return torch.cat([torch.arange(c * L, (c + 1) * L, device=device) for c in self.chunks()])
+
+
+@contextlib.contextmanager
+def context_parallel_off(model: Any) -> Iterator[None]:
+    """Run whole sequences on this rank for a while (evaluations that feed unsplit inputs), then restore."""
+    cp = getattr(model, "context_parallel", None)
+    if cp is None:
+        yield
+        return
+    model.set_context_parallel(None)
+    try:
+        yield
+    finally:
+        model.set_context_parallel(cp)
 
 
 def padded_length(seq_len: int, cp_size: int) -> int:
