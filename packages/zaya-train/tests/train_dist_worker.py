@@ -139,14 +139,15 @@ def main() -> None:
     again.close()
     resume_exact = all(torch.equal(full[k], reloaded[k]) for k in full)
     if trainer.ctx.is_rank0:
-        losses = [
-            r["loss"]
-            for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
-            if r["kind"] == "train"
+        records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        losses = [r["loss"] for r in records if r["kind"] == "train"]
+        phases = [
+            (r["name"], r["step"], r["context_parallel"]) for r in records if r["kind"] == "phase" and not r["resumed"]
         ]
         torch.save(
             {
                 "losses": losses,
+                "phases": phases,
                 "val": summary["final_val_loss"],
                 "resumed_step": resumed_step,
                 "resume_exact": resume_exact,
