@@ -10,6 +10,7 @@ import pytest
 import torch
 from zaya_model import ZayaModelError
 from zaya_model.context_parallel import ContextParallel, causal_mask, padded_length, shard_sequence
+from zaya_model.cp_traffic import context_parallel_traffic
 
 WORKER = Path(__file__).with_name("zaya_model_cp_worker.py")
 
@@ -91,6 +92,23 @@ def test_context_parallel_matches_one_rank(tmp_path, world, seq_len, bias):
     with torch.no_grad():
         logits = model.eval()(ids)
     assert torch.allclose(got["logits"], logits, atol=1e-5, rtol=1e-5)
+    per_sequence = {k: v / worker.BATCH for k, v in got["bytes"].items() if "gathered" in k or "backward" in k}
+    _assert_traffic_is_what_moved(
+        model.config, seq_len, world, {**per_sequence, "loss": got["bytes"]["forward_reduced"]}
+    )
+
+
+def _assert_traffic_is_what_moved(cfg, seq_len: int, world: int, moved: dict) -> None:
+    """`context_parallel_traffic` (fp32 here) is the ring-algorithm share, (N-1)/N, of the tensors the model's
+    collectives carried per sequence: K/V and halos gathered forward, their gradients reduced backward (all-reduce
+    on gloo, reduce-scatter on NCCL: the same tensor), and two fp32 numbers for the loss (per batch)."""
+    traffic = context_parallel_traffic(cfg, seq_len, world, dtype_bytes=4)
+    assert moved["backward_gathered"] == 0 and moved["loss"] == 8  # the loss's count and sum
+    assert moved["backward_reduced"] == moved["forward_gathered"] > 0  # each gathered tensor's gradient, once
+    share = (world - 1) / world
+    assert traffic.kv_forward + traffic.halo / 2 == pytest.approx(share * moved["forward_gathered"], abs=4)
+    assert traffic.kv_backward + traffic.halo / 2 == pytest.approx(share * moved["backward_reduced"], abs=4)
+    assert traffic.loss == round(2 * share * moved["loss"])
 
 
 def test_context_parallel_refuses_bad_local_inputs():

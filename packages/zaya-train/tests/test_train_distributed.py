@@ -178,10 +178,11 @@ def single_cp(tmp_path_factory):
         (2, ["--strategy", "ddp", "--context-parallel", "2"]),
         (2, ["--strategy", "ddp", "--zero1", "--context-parallel", "2"]),
         (2, ["--strategy", "fsdp", "--context-parallel", "2"]),
+        (2, ["--strategy", "ddp", "--context-parallel", "2", "--activation-checkpointing", "full"]),
         (4, ["--strategy", "ddp", "--context-parallel", "4"]),
         (4, ["--strategy", "fsdp", "--context-parallel", "2"]),  # dp 2 x cp 2
     ],
-    ids=["cp2-ddp", "cp2-zero1", "cp2-fsdp", "cp4-ddp", "dp2xcp2-fsdp"],
+    ids=["cp2-ddp", "cp2-zero1", "cp2-fsdp", "cp2-ddp-recompute", "cp4-ddp", "dp2xcp2-fsdp"],
 )
 def test_context_parallel_run_matches_single_process(single_cp, nproc, args):
     tmp, ref = single_cp

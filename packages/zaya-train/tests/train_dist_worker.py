@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("--snapshot", type=Path, default=None)
     parser.add_argument("--run-dir", type=Path, default=None)
     parser.add_argument("--seq-len", type=int, default=32)
+    parser.add_argument("--activation-checkpointing", default="none")
     parser.add_argument("--context-parallel", type=int, default=1)  # train.distributed.context_parallel
     # a second phase of --long-steps steps at twice the sequence length, with its own context_parallel
     parser.add_argument("--long-steps", type=int, default=0)
@@ -93,6 +94,7 @@ def main() -> None:
         micro_batch_size=args.micro_batch,
         max_steps=args.steps,
         precision=args.precision,
+        activation_checkpointing=args.activation_checkpointing,
         plots=False,
         data=DataConfig(sources=sources, val_fraction=0.2),
         distributed=DistributedConfig(strategy=args.strategy, zero1=args.zero1, context_parallel=args.context_parallel),
