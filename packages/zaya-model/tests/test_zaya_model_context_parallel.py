@@ -1,7 +1,6 @@
 """Context parallelism: the zigzag layout, and CP 2 and 4 over real gloo process groups giving the loss,
 the gradients, the logits and the router counts of one rank (fp32, 1e-5), with and without padding."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,13 +12,6 @@ from zaya_model.context_parallel import ContextParallel, causal_mask, padded_len
 from zaya_model.cp_traffic import context_parallel_traffic
 
 WORKER = Path(__file__).with_name("zaya_model_cp_worker.py")
-
-
-def _worker_module():
-    spec = importlib.util.spec_from_file_location("zaya_model_cp_worker", WORKER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
@@ -75,10 +67,10 @@ def _run_group(tmp_path: Path, world: int, seq_len: int, bias: bool) -> dict:
     [(2, 32, False), (2, 29, True), (4, 32, True), (4, 61, False)],
     ids=["cp2", "cp2-padded-bias", "cp4-bias", "cp4-padded"],
 )
-def test_context_parallel_matches_one_rank(tmp_path, world, seq_len, bias):
+def test_context_parallel_matches_one_rank(tmp_path, load_worker, world, seq_len, bias):
     got = _run_group(tmp_path, world, seq_len, bias)
     assert got["local_len"] == padded_length(seq_len, world) // world
-    worker = _worker_module()
+    worker = load_worker(WORKER)
     model = worker.make_model(bias)
     ids, labels = worker.make_batch(seq_len)
     loss = model(ids, labels=labels)

@@ -19,7 +19,8 @@ BATCH = 2
 
 def make_model(bias: bool) -> torch.nn.Module:
     torch.manual_seed(0)
-    cfg = ZayaConfig.from_preset("zaya1-tiny", attention_bias=bias, lm_head_bias=bias)
+    # conv kernels 3 and 2: a halo of 3 tokens (zaya1-tiny's 2 and 2 give 2; the trainer tests run those)
+    cfg = ZayaConfig.from_preset("zaya1-tiny", attention_bias=bias, lm_head_bias=bias, cca_time0=3)
     model = build_model(cfg).train()
     with torch.no_grad():  # non-trivial biases and conv weights, so the halo's start values matter
         for name, p in model.named_parameters():
