@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from zaya_model import ZayaModelError
-from zaya_model.context_parallel import ContextParallel, causal_mask, padded_length, shard_sequence
+from zaya_model.context_parallel import ContextParallel, causal_mask, chunk_attention, padded_length, shard_sequence
 from zaya_model.cp_traffic import context_parallel_traffic
 
 WORKER = Path(__file__).with_name("zaya_model_cp_worker.py")
@@ -46,6 +46,19 @@ def test_chunk_mask_is_causal_in_global_positions():
     assert mask.shape == (3, 9)
     assert mask[0].tolist() == [True] * 7 + [False] * 2  # query at global position 6 sees keys 0..6
     assert mask[2].all()
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["bool-mask", "lower-right-bias"])
+def test_chunk_attention_is_the_causal_attention_of_its_rows(fused):
+    """Both kernels' paths (the CUDA one, lower-right causal bias on repeated K/V heads, runs here too)."""
+    gen = torch.Generator().manual_seed(0)
+    B, H, K, S, d, L = 2, 4, 2, 24, 8, 6
+    q, k, v = (torch.randn(B, n, S, d, generator=gen) for n in (H, K, K))
+    full = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    for chunk in range(S // L):
+        end = (chunk + 1) * L
+        got = chunk_attention(q[:, :, chunk * L : end], k[:, :, :end], v[:, :, :end], chunk, fused=fused)
+        assert torch.allclose(got, full[:, :, chunk * L : end], atol=1e-6), chunk
 
 
 def _run_group(tmp_path: Path, world: int, seq_len: int, bias: bool) -> dict:

@@ -23,7 +23,7 @@ from torch import nn
 
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
-from zaya_model.context_parallel import ContextParallel, causal_mask, exchange_halo, gather_sequence
+from zaya_model.context_parallel import ContextParallel, chunk_attention, exchange_halo, gather_sequence
 from zaya_model.layers import apply_partial_rope
 
 
@@ -226,8 +226,6 @@ class ZayaCCAttention(nn.Module):
         for slot, chunk in enumerate(cp.chunks()):
             q_c = q[:, slot * L : (slot + 1) * L].transpose(1, 2)
             end = (chunk + 1) * L
-            mask = None if chunk == 0 else causal_mask(chunk, L, q.device)
-            outs.append(F.scaled_dot_product_attention(q_c, keys[:, :, :end], values[:, :, :end], attn_mask=mask,
-                                                       is_causal=chunk == 0, enable_gqa=True))  # fmt: skip
+            outs.append(chunk_attention(q_c, keys[:, :, :end], values[:, :, :end], chunk))
         out = torch.cat(outs, dim=2)  # [B, H, 2L, d]
         return self.out(out.transpose(1, 2).reshape(B, T, self.q_size))

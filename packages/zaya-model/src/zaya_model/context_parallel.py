@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 from zaya_model.errors import ZayaModelError
 
@@ -124,7 +125,10 @@ class _GatherRanks(torch.autograd.Function):
         ctx.group, ctx.rank = group, rank
         x = x.contiguous()
         out = x.new_empty((size, *x.shape))
-        dist.all_gather(list(out.unbind(0)), x, group=group)
+        if dist.get_backend(group) == "nccl":  # one buffer, no per-rank copies
+            dist.all_gather_into_tensor(out, x, group=group)
+        else:
+            dist.all_gather(list(out.unbind(0)), x, group=group)
         return out
 
     @staticmethod
@@ -179,6 +183,28 @@ def causal_mask(chunk: int, chunk_len: int, device: torch.device) -> torch.Tenso
     q = torch.arange(chunk_len, device=device)[:, None] + chunk * chunk_len
     k = torch.arange((chunk + 1) * chunk_len, device=device)[None, :]
     return k <= q
+
+
+def chunk_attention(
+    q_BHLd: torch.Tensor, k_BKSd: torch.Tensor, v_BKSd: torch.Tensor, chunk: int, fused: bool | None = None
+) -> torch.Tensor:
+    """Causal attention of chunk `chunk`'s queries [B, H, L, d] over the keys and values [B, K, (chunk+1)·L, d]
+    of the sequence up to its end (GQA: query head h reads KV head h // (H / K)).
+
+    fused (default: on CUDA): the lower-right causal bias that flash / memory-efficient kernels apply without
+    a mask in memory; SDPA takes it without GQA, so K/V heads are repeated first. Otherwise a bool mask with
+    GQA (CPU; on CUDA a mask with GQA would fall back to the math kernel and its [L, S] scores)."""
+    L = q_BHLd.shape[2]
+    if chunk == 0:
+        return F.scaled_dot_product_attention(q_BHLd, k_BKSd, v_BKSd, is_causal=True, enable_gqa=True)
+    if fused if fused is not None else q_BHLd.is_cuda:
+        from torch.nn.attention.bias import causal_lower_right
+
+        groups = q_BHLd.shape[1] // k_BKSd.shape[1]
+        k, v = k_BKSd.repeat_interleave(groups, dim=1), v_BKSd.repeat_interleave(groups, dim=1)
+        return F.scaled_dot_product_attention(q_BHLd, k, v, attn_mask=causal_lower_right(L, k.shape[2]))
+    mask = causal_mask(chunk, L, q_BHLd.device)
+    return F.scaled_dot_product_attention(q_BHLd, k_BKSd, v_BKSd, attn_mask=mask, enable_gqa=True)
 
 
 def group_mean_loss(
