@@ -61,9 +61,9 @@ def test_chunk_attention_is_the_causal_attention_of_its_rows(fused):
         assert torch.allclose(got, full[:, :, chunk * L : end], atol=1e-6), chunk
 
 
-def _run_group(tmp_path: Path, world: int, seq_len: int, bias: bool) -> dict:
+def _run_group(tmp_path: Path, world: int, seq_len: int, bias: bool, backend: str | None) -> dict:
     init = tmp_path / "init"
-    args = [str(world), str(init), str(tmp_path), str(seq_len), "1" if bias else "0"]
+    args = [str(world), str(init), str(tmp_path), str(seq_len), "1" if bias else "0", *([backend] if backend else [])]
     procs = [
         subprocess.Popen([sys.executable, str(WORKER), str(r), *args], stderr=subprocess.PIPE, text=True)
         for r in range(world)
@@ -76,12 +76,12 @@ def _run_group(tmp_path: Path, world: int, seq_len: int, bias: bool) -> dict:
 @pytest.mark.distributed
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("world", "seq_len", "bias"),
-    [(2, 32, False), (2, 29, True), (4, 32, True), (4, 61, False)],
-    ids=["cp2", "cp2-padded-bias", "cp4-bias", "cp4-padded"],
+    ("world", "seq_len", "bias", "backend"),
+    [(2, 32, False, None), (2, 29, True, None), (4, 32, True, None), (4, 61, False, None), (2, 29, True, "aot_eager")],
+    ids=["cp2", "cp2-padded-bias", "cp4-bias", "cp4-padded", "cp2-compiled-blocks"],
 )
-def test_context_parallel_matches_one_rank(tmp_path, load_worker, world, seq_len, bias):
-    got = _run_group(tmp_path, world, seq_len, bias)
+def test_context_parallel_matches_one_rank(tmp_path, load_worker, world, seq_len, bias, backend):
+    got = _run_group(tmp_path, world, seq_len, bias, backend)
     assert got["local_len"] == padded_length(seq_len, world) // world
     worker = load_worker(WORKER)
     model = worker.make_model(bias)

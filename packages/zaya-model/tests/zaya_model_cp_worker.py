@@ -1,5 +1,5 @@
 """One rank of the context-parallel equivalence test:
-python zaya_model_cp_worker.py RANK WORLD INIT_FILE OUT_DIR SEQ_LEN BIAS(0|1).
+python zaya_model_cp_worker.py RANK WORLD INIT_FILE OUT_DIR SEQ_LEN BIAS(0|1) [COMPILE_BACKEND].
 
 Every rank builds the same zaya1-tiny and the same batch, takes its zigzag chunks, and runs the loss and the
 logits under context parallelism; rank 0 writes the loss, the logits of the whole sequence, the gradients
@@ -60,11 +60,13 @@ class CollectiveBytes:
         dist.all_gather, dist.all_reduce = self.all_gather, self.all_reduce
 
 
-def main(rank: int, world: int, init_file: str, out_dir: str, seq_len: int, bias: bool) -> None:
+def main(rank: int, world: int, init_file: str, out_dir: str, seq_len: int, bias: bool, backend: str | None) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
         model = make_model(bias)
+        if backend:  # compiled blocks (torch.compile), as the trainer runs them on GPUs
+            model.compile_blocks(backend=backend)
         cp = ContextParallel.of_group(None)
         model.set_context_parallel(cp)
         ids, labels = make_batch(seq_len)
@@ -97,4 +99,5 @@ def main(rank: int, world: int, init_file: str, out_dir: str, seq_len: int, bias
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6] == "1")
+    backend = sys.argv[7] if len(sys.argv) > 7 else None
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6] == "1", backend)
