@@ -221,7 +221,7 @@ class Trainer:
             loss = self.resilience.poison_loss(self.progress.step + 1, loss)
             # DDP/FSDP2 average gradients over all dp x cp ranks, but a CP rank's gradient is its share of the
             # group's sequences, to be summed over the group: x cp gives the DP average of the CP sums.
-            (loss * (self.mesh.cp / n_micro)).backward()
+            (loss * self.mesh.cp / n_micro).backward()
             loss_sum += loss.detach()
         max_norm = self.cfg.grad_clip if self.cfg.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
