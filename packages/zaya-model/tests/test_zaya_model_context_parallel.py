@@ -48,16 +48,22 @@ def test_chunk_mask_is_causal_in_global_positions():
     assert mask[2].all()
 
 
-@pytest.mark.parametrize("fused", [False, True], ids=["bool-mask", "lower-right-bias"])
-def test_chunk_attention_is_the_causal_attention_of_its_rows(fused):
-    """Both kernels' paths (the CUDA one, lower-right causal bias on repeated K/V heads, runs here too)."""
+@pytest.mark.parametrize(
+    ("fused", "compiled"),
+    [(False, False), (True, False), (True, True)],
+    ids=["bool-mask", "lower-right-bias", "lower-right-bias-compiled"],
+)
+def test_chunk_attention_is_the_causal_attention_of_its_rows(fused, compiled):
+    """Both kernels' paths (the CUDA one, lower-right causal bias on repeated K/V heads, runs here too), also
+    under torch.compile (dynamo cannot build the bias: a graph break, then the same call)."""
+    attend = torch.compile(chunk_attention, backend="aot_eager") if compiled else chunk_attention
     gen = torch.Generator().manual_seed(0)
     B, H, K, S, d, L = 2, 4, 2, 24, 8, 6
     q, k, v = (torch.randn(B, n, S, d, generator=gen) for n in (H, K, K))
     full = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
     for chunk in range(S // L):
         end = (chunk + 1) * L
-        got = chunk_attention(q[:, :, chunk * L : end], k[:, :, :end], v[:, :, :end], chunk, fused=fused)
+        got = attend(q[:, :, chunk * L : end], k[:, :, :end], v[:, :, :end], chunk, fused=fused)
         assert torch.allclose(got, full[:, :, chunk * L : end], atol=1e-6), chunk
 
 

@@ -192,8 +192,9 @@ def chunk_attention(
     of the sequence up to its end (GQA: query head h reads KV head h // (H / K)).
 
     fused (default: on CUDA): the lower-right causal bias that flash / memory-efficient kernels apply without
-    a mask in memory; SDPA takes it without GQA, so K/V heads are repeated first. Otherwise a bool mask with
-    GQA (CPU; on CUDA a mask with GQA would fall back to the math kernel and its [L, S] scores)."""
+    a mask in memory; SDPA takes it without GQA, so K/V heads are repeated first (under torch.compile building
+    the bias is a graph break: the call runs eagerly between compiled pieces). Otherwise a bool mask with GQA
+    (CPU; on CUDA a mask with GQA would fall back to the math kernel and its [L, S] scores)."""
     L = q_BHLd.shape[2]
     if chunk == 0:
         return F.scaled_dot_product_attention(q_BHLd, k_BKSd, v_BKSd, is_causal=True, enable_gqa=True)
