@@ -9,7 +9,8 @@ positions get label `ignore_index` and are left out of the router's load counts.
 What crosses ranks, per CCA layer (everything else, the router and the experts included, is per token):
 - the halo: a chunk's causal convs need the q|k projections of the `conv_state_len` tokens before it and its
   delayed value the previous token's delayed projection; each rank all-gathers the tails of every chunk
-  (N·2·(P·C + V/2) values, a few KB) and takes its predecessors' (`exchange_halo`);
+  (2N·(P·C + K·d/2) values: 86 KB per layer for zaya1-base at N = 8) and takes its predecessors'
+  (`exchange_halo`);
 - the keys and values: CCA's compressed K/V (K·d channels each, 256 + 256 for zaya1-base against D = 2048)
   are all-gathered after RoPE (`gather_sequence`); the backward reduce-scatters their gradients. Ring
   attention would move the same K/V bytes forward and both K/V and dK/dV again backward (3 volumes against
