@@ -58,6 +58,9 @@ SKIP = {
     "tests/test_service_pretrain.py runs this sweep (two seeds, the same tiny overrides)",
     ("services/pretrain/README.md", "torchrun --nproc_per_node 2 services/pretrain"): "covered: services/pretrain/"
     "tests/test_service_pretrain_torchrun.py trains FSDP under torchrun with 2 processes",
+    ("services/pretrain/README.md", "torchrun --standalone --nproc_per_node 2 services/pretrain/main.py train.distributed."
+     "context_parallel=2"): "covered: services/pretrain/tests/test_service_pretrain_context_parallel.py runs it as "
+    "written (the tiny overrides appended) and compares its losses with one process",
     ("services/pretrain/README.md", "zaya data prepare /usr/lib/python3.12"): "data for the H200 recipe below (a "
     "32768-token BPE over the whole standard library: minutes), and the path is the reader's Python",
     ("services/pretrain/README.md", "zaya run pretrain hardware=h200"): "GPU-only: an H200",

@@ -1,5 +1,8 @@
 """Shared fixtures: a small random ZAYA config and models whose every weight is non-trivial."""
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 import torch
 from zaya_model import ZayaConfig, ZayaForCausalLM, build_model
@@ -62,3 +65,16 @@ def _hf_twin(model: ZayaForCausalLM, hf_zaya):
 def hf_twin(hf_zaya):
     """Factory: hf_twin(model) -> the HF model holding the same weights."""
     return lambda model: _hf_twin(model, hf_zaya)
+
+
+def _load_worker(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def load_worker():
+    """Factory: load_worker(path) -> a distributed worker script as a module (its helpers, in this process)."""
+    return _load_worker

@@ -15,4 +15,7 @@ def test_readme_example_runs(tmp_path: Path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "8.30B total, 754M active" in done.stdout  # the counts the README states
+    cp_loss, plain_loss = re.search(r"([\d.]+) == ([\d.]+)", done.stdout).groups()
+    assert cp_loss == plain_loss  # the context-parallel loss is the unsplit one (5 decimals)
+    assert "cp 8 at 32k: 2.19 GiB per rank" in done.stdout
     assert (tmp_path / "zaya-tiny" / "config.json").is_file()

@@ -76,6 +76,12 @@ def main() -> None:
     parser.add_argument("--snapshot-at", type=int, default=None)
     parser.add_argument("--snapshot", type=Path, default=None)
     parser.add_argument("--run-dir", type=Path, default=None)
+    parser.add_argument("--seq-len", type=int, default=32)
+    parser.add_argument("--activation-checkpointing", default="none")
+    parser.add_argument("--context-parallel", type=int, default=1)  # train.distributed.context_parallel
+    # a second phase of --long-steps steps at twice the sequence length, with its own context_parallel
+    parser.add_argument("--long-steps", type=int, default=0)
+    parser.add_argument("--long-cp", type=int, default=None)
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -88,24 +94,36 @@ def main() -> None:
         micro_batch_size=args.micro_batch,
         max_steps=args.steps,
         precision=args.precision,
+        activation_checkpointing=args.activation_checkpointing,
         plots=False,
         data=DataConfig(sources=sources, val_fraction=0.2),
-        distributed=DistributedConfig(strategy=args.strategy, zero1=args.zero1),
+        distributed=DistributedConfig(strategy=args.strategy, zero1=args.zero1, context_parallel=args.context_parallel),
         checkpoint=CheckpointConfig(enabled=True, every_steps=args.checkpoint_every),
         eval=EvalConfig(every_steps=1000, sequences=4, sample_tokens=0),
     )
     train.optimizer.name = args.optimizer
-    recipe = RecipeConfig(
-        phases=[
+    phases = [
+        PhaseConfig(
+            name="p0",
+            tokens=10**6 if not args.long_steps else (args.steps - args.long_steps) * args.global_batch * args.seq_len,
+            seq_len=args.seq_len,
+            mixture={"json": 1.0, "email": 1.0},
+            schedule=ScheduleConfig(peak_lr=1e-2, warmup_fraction=0.0),
+        )
+    ]
+    if args.long_steps:
+        phases.append(
             PhaseConfig(
-                name="p0",
+                name="long",
                 tokens=10**6,
-                seq_len=32,
-                mixture={"json": 1.0, "email": 1.0},
-                schedule=ScheduleConfig(peak_lr=1e-2, warmup_fraction=0.0),
+                seq_len=2 * args.seq_len,
+                rope_theta=1e5,
+                mixture={"email": 1.0},
+                schedule=ScheduleConfig(kind="constant", peak_lr=5e-3, warmup_fraction=0.0),
+                context_parallel=args.long_cp,
             )
-        ]
-    )
+        )
+    recipe = RecipeConfig(phases=phases)
     run_dir = args.run_dir or args.out.parent / f"run-{args.out.stem}"
     groups = {"model": ZayaConfig.from_preset("zaya1-tiny"), "train": train, "recipe": recipe}
     trainer = build_trainer(groups, run_dir, cache_dir=args.cache)
@@ -123,14 +141,15 @@ def main() -> None:
     again.close()
     resume_exact = all(torch.equal(full[k], reloaded[k]) for k in full)
     if trainer.ctx.is_rank0:
-        losses = [
-            r["loss"]
-            for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
-            if r["kind"] == "train"
+        records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        losses = [r["loss"] for r in records if r["kind"] == "train"]
+        phases = [
+            (r["name"], r["step"], r["context_parallel"]) for r in records if r["kind"] == "phase" and not r["resumed"]
         ]
         torch.save(
             {
                 "losses": losses,
+                "phases": phases,
                 "val": summary["final_val_loss"],
                 "resumed_step": resumed_step,
                 "resume_exact": resume_exact,

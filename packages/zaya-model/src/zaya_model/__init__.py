@@ -15,6 +15,8 @@ from zaya_model.accounting import (
 )
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
+from zaya_model.context_parallel import ContextParallel, gather_sequence, shard_sequence
+from zaya_model.cp_traffic import CPTraffic, context_parallel_traffic
 from zaya_model.decoding import ZayaDecoder
 from zaya_model.errors import ZayaModelConfigError, ZayaModelError
 from zaya_model.hf_io import load_hf, read_hf_folder, save_hf, to_hf_state_dict
@@ -25,6 +27,8 @@ from zaya_model.static_cache import ZayaStaticCache
 from zaya_model.step_traffic import StepTraffic, step_traffic
 
 __all__ = [
+    "CPTraffic",
+    "ContextParallel",
     "DecodeBytes",
     "ParameterCount",
     "ShardSpec",
@@ -39,9 +43,11 @@ __all__ = [
     "ZayaStaticCache",
     "attention_flops_per_token",
     "build_model",
+    "context_parallel_traffic",
     "count_parameters",
     "decode_bytes_per_token",
     "flops_per_token",
+    "gather_sequence",
     "hf_keys",
     "hf_parallel_plan",
     "load_hf",
@@ -49,6 +55,7 @@ __all__ = [
     "read_hf_folder",
     "sample_tokens",
     "save_hf",
+    "shard_sequence",
     "spec_for",
     "step_traffic",
     "to_hf_state_dict",

@@ -23,6 +23,7 @@ from torch import nn
 
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
+from zaya_model.context_parallel import ContextParallel, chunk_attention, exchange_halo, gather_sequence
 from zaya_model.layers import apply_partial_rope
 
 
@@ -49,6 +50,8 @@ class ZayaCCAttention(nn.Module):
         self.conv_grouped_bias = nn.Parameter(torch.zeros(channels))
         self.key_temperature = nn.Parameter(torch.ones(self.num_kv_heads))
         self.out = nn.Linear(self.q_size, config.hidden_size, bias=bias)
+        # Set by ZayaForCausalLM.set_context_parallel: this layer then sees this rank's zigzag chunks only.
+        self.context_parallel: ContextParallel | None = None
 
     # ---------------------------------------------------------------- CCA pieces
     def _causal_convs(self, qk_BPC: torch.Tensor) -> torch.Tensor:
@@ -76,36 +79,46 @@ class ZayaCCAttention(nn.Module):
         recurrent state after these tokens: the last P q|k inputs [B, P, C] and the last delayed value [B, V].
 
         past_qk / prev_delayed: that state before them (None: the start of the sequence, all-zero inputs)."""
+        qkv = self.projection(x_BTD, conv_mask_BT)
+        B = qkv.shape[0]
+        if past_qk_BPC is None:
+            past_qk_BPC = qkv.new_zeros(B, self.state_len, self.q_size + self.kv_size)
+        if prev_delayed_BV is None:  # the token before the first one is an all-zero input: its delayed projection
+            prev_delayed_BV = self.delayed_value_of_zero(qkv).expand(B, -1)
+        return self.cca(qkv, past_qk_BPC, prev_delayed_BV)
+
+    def projection(self, x_BTD: torch.Tensor, conv_mask_BT: torch.Tensor | None) -> torch.Tensor:
+        """The fused q | k | v_current | v_delayed projection [B, T, H·d + 2·K·d] (padding tokens zeroed first)."""
         if conv_mask_BT is not None:
             x_BTD = x_BTD * conv_mask_BT[:, :, None].to(x_BTD.dtype)
-        B, T, _ = x_BTD.shape
+        return self.qkv(x_BTD)
+
+    def cca(
+        self, qkv: torch.Tensor, past_qk_BPC: torch.Tensor, prev_delayed_BV: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`project` from the fused projection and the state before these tokens (both given)."""
+        B, T, _ = qkv.shape
         H, K, d, G = self.num_heads, self.num_kv_heads, self.head_dim, self.groups
-        qkv = self.qkv(x_BTD)
         qk_BTC = qkv[..., : self.q_size + self.kv_size]
         v_cur, v_del = qkv[..., self.q_size + self.kv_size :].split(self.kv_size // 2, dim=-1)
 
         q_res = (qkv[..., : self.q_size].view(B, T, K, G, d) + qk_BTC[..., self.q_size :].view(B, T, K, 1, d)) * 0.5
         k_res = q_res.mean(dim=3)
 
-        if past_qk_BPC is None:
-            past_qk_BPC = qk_BTC.new_zeros(B, self.state_len, qk_BTC.shape[-1])
         qk_full = torch.cat((past_qk_BPC.to(qk_BTC.dtype), qk_BTC), dim=1)
         conv = self._causal_convs(qk_full)
         q = conv[..., : self.q_size].view(B, T, H, d) + q_res.reshape(B, T, H, d)
         k = conv[..., self.q_size :].view(B, T, K, d) + k_res
 
-        if prev_delayed_BV is not None:
-            first = prev_delayed_BV.to(v_del.dtype)[:, None]
-        else:  # the token before the first one is an all-zero input: its delayed projection is the bias
-            first = self._delayed_value_of_zero(v_del).expand(B, 1, -1)
-        v_prev = torch.cat((first, v_del[:, :-1]), dim=1)
+        v_prev = torch.cat((prev_delayed_BV.to(v_del.dtype)[:, None], v_del[:, :-1]), dim=1)
         v = torch.cat((v_cur, v_prev), dim=-1).view(B, T, K, d)
         return q, k, v, qk_full[:, qk_full.shape[1] - self.state_len :], v_del[:, -1]
 
-    def _delayed_value_of_zero(self, like: torch.Tensor) -> torch.Tensor:
+    def delayed_value_of_zero(self, like: torch.Tensor) -> torch.Tensor:
+        """The delayed projection [V] of an all-zero input (the bias, or zeros): the value before the first token."""
         if self.qkv.bias is None:
-            return like.new_zeros(1, 1, like.shape[-1])
-        return self.qkv.bias[self.q_size + self.kv_size + self.kv_size // 2 :].to(like.dtype).view(1, 1, -1)
+            return like.new_zeros(self.kv_size // 2)
+        return self.qkv.bias[self.q_size + self.kv_size + self.kv_size // 2 :].to(like.dtype)
 
     def normalize_qk(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """L2-normalise to norm sqrt(d); keys also get the learned per-KV-head temperature."""
@@ -159,7 +172,11 @@ class ZayaCCAttention(nn.Module):
         cache: ZayaCache | None = None,
         conv_mask_BT: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x [B, T, D] -> [B, T, D]. attn_mask: bool [B, 1, T, S] or None for plain causal attention."""
+        """x [B, T, D] -> [B, T, D]. attn_mask: bool [B, 1, T, S] or None for plain causal attention.
+
+        Under context parallelism (no cache) x is this rank's two zigzag chunks and rope their global positions."""
+        if self.context_parallel is not None and cache is None:
+            return self.forward_context_parallel(x_BTD, rope, conv_mask_BT, self.context_parallel)
         B, T, _ = x_BTD.shape
         state = cache.layers[self.layer_idx] if cache is not None else None
         past_qk, prev_delayed = (state.conv_state, state.delayed_value) if state is not None else (None, None)
@@ -176,4 +193,39 @@ class ZayaCCAttention(nn.Module):
             k, v = k.to(q.dtype), v.to(q.dtype)
         is_causal = attn_mask is None and past == 0 and T > 1
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, enable_gqa=True)
+        return self.out(out.transpose(1, 2).reshape(B, T, self.q_size))
+
+    def forward_context_parallel(
+        self,
+        x_BTD: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        conv_mask_BT: torch.Tensor | None,
+        cp: ContextParallel,
+    ) -> torch.Tensor:
+        """`forward` on this rank's chunks [B, 2L, D] of a sequence split over the CP group (context_parallel.py).
+
+        The halo (the last P q|k inputs and the last delayed value of the chunk before each of ours) comes from
+        the neighbouring chunks' ranks; keys and values of the whole sequence are all-gathered after RoPE, and
+        each local chunk attends causally to the keys up to its own end."""
+        B, T, _ = x_BTD.shape
+        L = cp.chunk_len(T)
+        H, K, d = self.num_heads, self.num_kv_heads, self.head_dim
+        P, C, V = self.state_len, self.q_size + self.kv_size, self.kv_size // 2
+        rows = self.projection(x_BTD, conv_mask_BT).view(B, 2, L, -1)  # [B, chunk, L, q|k|v_cur|v_del]
+        tails = torch.cat((rows[:, :, L - P :, :C].reshape(B, 2, P * C), rows[:, :, -1, C + V :]), dim=-1)
+        start = torch.cat((rows.new_zeros(P * C), self.delayed_value_of_zero(rows))).view(1, 1, -1)
+        halo = exchange_halo(tails, start, cp).reshape(B * 2, P * C + V)
+        q, k, v, _, _ = self.cca(rows.reshape(B * 2, L, -1), halo[:, : P * C].view(B * 2, P, C), halo[:, P * C :])
+        q, k = self.normalize_qk(q, k)
+        cos, sin = rope
+        q = apply_partial_rope(q.reshape(B, T, H, d), cos, sin)
+        k = apply_partial_rope(k.reshape(B, T, K, d), cos, sin)
+        kv = gather_sequence(torch.stack((k, v.reshape(B, T, K, d)), dim=2), cp)  # [B, 2N·L, 2, K, d]
+        keys, values = kv[:, :, 0].transpose(1, 2), kv[:, :, 1].transpose(1, 2)  # [B, K, S, d]
+        outs = []
+        for slot, chunk in enumerate(cp.chunks()):
+            q_c = q[:, slot * L : (slot + 1) * L].transpose(1, 2)
+            end = (chunk + 1) * L
+            outs.append(chunk_attention(q_c, keys[:, :, :end], values[:, :, :end], chunk))
+        out = torch.cat(outs, dim=2)  # [B, H, 2L, d]
         return self.out(out.transpose(1, 2).reshape(B, T, self.q_size))

@@ -23,6 +23,7 @@ from zaya_model.attention import ZayaCCAttention
 from zaya_model.balancing import all_reduce_counts, bias_step, load_fractions
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
+from zaya_model.context_parallel import ContextParallel, check_chunk_len, group_mean_loss
 from zaya_model.errors import ZayaModelError
 from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, ZayaExperts
 from zaya_model.generation import generate_tokens
@@ -120,6 +121,7 @@ class ZayaForCausalLM(nn.Module):
             self.lm_head.weight = self.embed.weight
         self.token_loss = fused_linear_cross_entropy
         self.register_buffer("rope_inv_freq", rope_inv_freq(config.rotary_dim, config.rope_theta), persistent=False)
+        self.context_parallel: ContextParallel | None = None
         self.reset_parameters()
 
     # ---------------------------------------------------------------- init
@@ -151,6 +153,13 @@ class ZayaForCausalLM(nn.Module):
         """Change the RoPE base (e.g. 10k -> 1M for the 32k-context phase); recomputes the frequencies."""
         self.config = self.config.replace(rope_theta=float(theta))
         self.rope_inv_freq = rope_inv_freq(self.config.rotary_dim, theta).to(self.rope_inv_freq.device)
+
+    def set_context_parallel(self, cp: ContextParallel | None) -> None:
+        """Split every sequence over a CP group (None: off). Training and loss forwards then take this rank's
+        zigzag chunks (`zaya_model.context_parallel.shard_sequence`); decoding with a cache is unaffected."""
+        self.context_parallel = cp
+        for layer in self.layers:
+            layer.attn.context_parallel = cp
 
     def new_cache(self, batch_size: int, max_len: int, dtype: torch.dtype | None = None) -> ZayaCache:
         """An empty decode cache on the model's device."""
@@ -199,7 +208,10 @@ class ZayaForCausalLM(nn.Module):
                 f"labels must have the shape of input_ids {tuple(input_ids.shape)}, got {tuple(labels.shape)}"
             )
         hidden = self.final_norm(self.hidden_states(input_ids, attention_mask)).flatten(0, 1)
-        return self.token_loss(hidden, self.lm_head.weight, self.lm_head.bias, labels.flatten(), ignore_index)
+        loss = self.token_loss(hidden, self.lm_head.weight, self.lm_head.bias, labels.flatten(), ignore_index)
+        if self.context_parallel is not None:  # the group's mean, this rank's share of its gradient
+            loss = group_mean_loss(loss, labels, ignore_index, self.context_parallel)
+        return loss
 
     def hidden_states(
         self,
@@ -212,18 +224,18 @@ class ZayaForCausalLM(nn.Module):
         if input_ids.ndim != 2:
             raise ZayaModelError(f"input_ids must be [batch, seq], got shape {tuple(input_ids.shape)}")
         B, T = input_ids.shape
-        past = cache.length if cache is not None else 0
-        if cache is not None:
-            cache.check_room(T, B)
-        if past + T > self.max_positions:
-            raise ZayaModelError(
-                f"sequence of {past + T} positions exceeds max_positions {self.max_positions}; "
-                "raise model.max_positions (and set_rope_theta) for longer contexts"
-            )
-        if position_ids is None:
-            position_ids = torch.arange(past, past + T, device=input_ids.device)
-        position_ids = position_ids.expand(B, T) if position_ids.ndim == 1 else position_ids
-        attn_mask, token_mask = self._masks(attention_mask, B, T, past, input_ids.device)
+        cp = self.context_parallel if cache is None else None
+        if cp is not None:
+            position_ids, attn_mask, token_mask = self._context_parallel_inputs(cp, attention_mask, position_ids, B, T)
+        else:
+            past = cache.length if cache is not None else 0
+            if cache is not None:
+                cache.check_room(T, B)
+            self._check_positions(past + T)
+            if position_ids is None:
+                position_ids = torch.arange(past, past + T, device=input_ids.device)
+            position_ids = position_ids.expand(B, T) if position_ids.ndim == 1 else position_ids
+            attn_mask, token_mask = self._masks(attention_mask, B, T, past, input_ids.device)
         rope = rope_cos_sin(position_ids, self.rope_inv_freq)
         resid = self.embed_scaling(self.embed(input_ids))
         router_state = None
@@ -234,6 +246,49 @@ class ZayaForCausalLM(nn.Module):
         if cache is not None:
             cache.advance(T)
         return resid
+
+    def _check_positions(self, length: int) -> None:
+        if length > self.max_positions:
+            raise ZayaModelError(
+                f"sequence of {length} positions exceeds max_positions {self.max_positions}; "
+                "raise model.max_positions (and set_rope_theta) for longer contexts"
+            )
+
+    def _context_parallel_inputs(
+        self,
+        cp: ContextParallel,
+        attention_mask: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        B: int,
+        T: int,
+    ) -> tuple[torch.Tensor, None, torch.Tensor | None]:
+        """(global positions [B, 2L], no SDPA mask, the padding mask of the tokens or None) of this rank's chunks.
+
+        Only padding at the end of the sequence is allowed (what `shard_sequence` adds): causal everywhere, it is
+        seen by no real token, so it needs no attention mask; it is kept out of the router's load counts."""
+        if position_ids is not None:
+            raise ZayaModelError(
+                "position_ids cannot be given under context parallelism: each token's global position follows "
+                "from the zigzag layout; leave position_ids out"
+            )
+        L = cp.chunk_len(T)
+        self._check_positions(2 * cp.size * L)
+        check_chunk_len(2 * cp.size * L, cp.size, self.config.conv_state_len)
+        positions = cp.positions(T, self.rope_inv_freq.device).expand(B, T)
+        if attention_mask is None:
+            return positions, None, None
+        if attention_mask.shape != (B, T):
+            raise ZayaModelError(
+                f"attention_mask must be [batch, local tokens] = [{B}, {T}] under context parallelism, "
+                f"got {tuple(attention_mask.shape)}"
+            )
+        chunks = attention_mask.to(torch.bool).view(B, 2, L)
+        if bool((chunks[..., 1:] & ~chunks[..., :-1]).any()):
+            raise ZayaModelError(
+                "under context parallelism attention_mask may only mark padding at the end of the sequence "
+                "(as shard_sequence makes it); left padding and holes need the unsplit model"
+            )
+        return positions, None, (None if bool(chunks.all()) else chunks.reshape(B, T))
 
     @staticmethod
     def _masks(

@@ -14,12 +14,14 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 from zaya_config.atomic import write_text_atomic
+from zaya_model.context_parallel import check_chunk_len, padded_length
+from zaya_model.errors import ZayaModelError
 
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
 from zaya_train.data.tokenizer_files import TOKENIZER_DIR, save_tokenizer_folder
-from zaya_train.distributed import DistributedContext, init_distributed
+from zaya_train.distributed import DistributedContext, check_context_parallel, init_distributed
 from zaya_train.errors import ZayaTrainError
 from zaya_train.recipe import RecipeConfig
 from zaya_train.resilience import Resilience
@@ -29,34 +31,51 @@ from zaya_train.trainer import Trainer
 log = logging.getLogger("zaya_train")
 
 
-def check_recipe(recipe: RecipeConfig, train: TrainConfig, max_positions: int, world_size: int) -> None:
-    """Reject a recipe the model, the data sources or the batch layout cannot run, naming the fix."""
+def check_recipe(
+    recipe: RecipeConfig, train: TrainConfig, max_positions: int, world_size: int, halo_len: int = 0
+) -> None:
+    """Reject a recipe the model, the data sources or the batch layout cannot run, naming the fix.
+
+    halo_len: the tokens a context-parallel chunk reads from the one before it (the model's conv state)."""
     sources = set(train.data.sources)
     for i, phase in enumerate(recipe.phases):
         where = f"recipe.phases[{i}] ({phase.name!r})"
-        if phase.seq_len > max_positions:
+        cp = phase.context_parallel or train.distributed.context_parallel
+        key = f"recipe.phases[{i}].context_parallel" if phase.context_parallel else "train.distributed.context_parallel"
+        check_context_parallel(world_size, cp, key)
+        # a CP phase pads its sequences at the end to whole chunks (2 x cp of them)
+        positions = padded_length(phase.seq_len, cp) if cp > 1 else phase.seq_len
+        if positions > max_positions:
+            padded = f" (padded to {positions} for context_parallel {cp})" if positions != phase.seq_len else ""
             raise ZayaTrainError(
-                f"{where}: seq_len {phase.seq_len} exceeds the model's {max_positions} positions; "
+                f"{where}: seq_len {phase.seq_len}{padded} exceeds the model's {max_positions} positions; "
                 "lower seq_len or raise model.max_position_embeddings"
             )
+        if cp > 1:
+            try:
+                check_chunk_len(phase.seq_len, cp, halo_len)
+            except ZayaModelError as err:
+                raise ZayaTrainError(f"{where}: {err}") from None
+        dp = world_size // cp  # the batch splits over the data-parallel ranks
         unknown = sorted(set(phase.mixture) - sources)
         if unknown:
             raise ZayaTrainError(
                 f"{where}: mixture names unknown sources {unknown}; train.data.sources defines {sorted(sources)}"
             )
         batch = phase.global_batch_size or train.global_batch_size
-        if batch % (train.micro_batch_size * world_size):
+        if batch % (train.micro_batch_size * dp):
             raise ZayaTrainError(
                 f"{where}: global batch {batch} is not a multiple of micro_batch_size "
-                f"{train.micro_batch_size} x {world_size} ranks; change either"
+                f"{train.micro_batch_size} x {dp} data-parallel ranks; change either"
             )
         ramp = phase.batch_ramp
         if ramp is not None and ramp.tokens > 0:
             start = ramp.start_global_batch_size
-            if start > batch or start % (train.micro_batch_size * world_size):
+            if start > batch or start % (train.micro_batch_size * dp):
                 raise ZayaTrainError(
                     f"{where}: batch_ramp.start_global_batch_size {start} must be at most the phase's global batch "
-                    f"{batch} and a multiple of micro_batch_size {train.micro_batch_size} x {world_size} ranks"
+                    f"{batch} and a multiple of micro_batch_size {train.micro_batch_size} x {dp} data-parallel "
+                    "ranks"
                 )
         step_tokens = batch * phase.seq_len
         if phase.tokens < step_tokens:
@@ -142,7 +161,7 @@ def _assemble(objects: dict[str, Any], run_dir: Path, cache_dir: Path, ctx: Dist
     torch.manual_seed(train.seed)
     with torch.device(ctx.device):  # initialised where it trains: 40 layers are 35 GB of fp32 to draw and copy
         model = build_model(model_cfg)
-    check_recipe(recipe, train, int(model.max_positions), ctx.world_size)
+    check_recipe(recipe, train, int(model.max_positions), ctx.world_size, model.config.conv_state_len)
     progress = logging_cfg.progress if logging_cfg else True
     data = prepare_data(train.data, cache_dir, is_rank0=ctx.is_rank0, barrier=ctx.barrier, progress=progress)
     if data.tokenizer.vocab_size > model_cfg.vocab_size:

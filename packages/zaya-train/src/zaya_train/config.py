@@ -101,17 +101,21 @@ class OptimizerConfig(ValidatedConfig):
 
 @dataclass
 class DistributedConfig(ValidatedConfig):
-    """Data parallelism: one code path from one CPU process to many GPUs under torchrun."""
+    """Data and context parallelism: one code path from one CPU process to many GPUs under torchrun."""
 
     strategy: str = "auto"  # auto (single when one process, else ddp) | single | ddp | fsdp
     backend: str = "auto"  # auto (nccl on CUDA, else gloo) | gloo | nccl
     zero1: bool = False  # ddp: shard optimizer state over ranks (ZeRO-1)
     reshard_after_forward: bool = True  # fsdp: free gathered params after forward (ZeRO-3) or keep (ZeRO-2)
     timeout_s: float = 600.0
+    # ranks that split each sequence (context parallelism, zigzag chunks); must divide the world size, the
+    # rest is data parallelism (world = dp x cp). A recipe phase may set its own (phases[i].context_parallel).
+    context_parallel: int = 1
 
     def validate_fields(self) -> None:
-        """Known strategy and backend."""
+        """Known strategy and backend, a positive context-parallel size."""
         one_of("strategy", self.strategy, ("auto", "single", "ddp", "fsdp"))
+        positive("context_parallel", self.context_parallel)
         one_of("backend", self.backend, ("auto", "gloo", "nccl"))
         positive("timeout_s", self.timeout_s)
 

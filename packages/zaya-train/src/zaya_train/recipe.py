@@ -83,6 +83,8 @@ class PhaseConfig(ValidatedConfig):
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     global_batch_size: int | None = None  # sequences per step; default train.global_batch_size
     batch_ramp: BatchRampConfig | None = None  # grow the batch over the phase's first tokens (None: fixed)
+    # ranks per sequence in this phase (None: train.distributed.context_parallel), e.g. on for the 32k phase
+    context_parallel: int | None = None
 
     def validate_fields(self) -> None:
         """Positive sizes, a non-empty mixture of non-negative weights that sum to something."""
@@ -90,6 +92,7 @@ class PhaseConfig(ValidatedConfig):
         positive("seq_len", self.seq_len)
         positive("rope_theta", self.rope_theta)
         positive("global_batch_size", self.global_batch_size, optional=True)
+        positive("context_parallel", self.context_parallel, optional=True)
         if not self.mixture or any(w < 0 for w in self.mixture.values()) or sum(self.mixture.values()) <= 0:
             raise invalid("mixture", dict(self.mixture), "source name -> weight >= 0, with a positive sum")
         if self.batch_ramp is not None and self.batch_ramp.tokens > self.tokens:

@@ -31,12 +31,21 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from zaya_model.context_parallel import shard_sequence
 
 from zaya_train.checkpoint import trainer_state
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData
 from zaya_train.data.sampler import MixtureSampler, validation_windows
-from zaya_train.distributed import DistributedContext, parallelize, resolve_compile, set_gradient_sync
+from zaya_train.distributed import (
+    DistributedContext,
+    ParallelMesh,
+    parallel_mesh,
+    parallelize,
+    resolve_compile,
+    set_gradient_sync,
+)
+from zaya_train.errors import ZayaTrainError
 from zaya_train.metrics import MetricsWriter, StepTimer, mfu, plot_run
 from zaya_train.optim import build_optimizer, learning_rate
 from zaya_train.recipe import RecipeConfig, ramped_batch_size
@@ -88,6 +97,7 @@ class Trainer:
         compile_ns = train.optimizer.compile_newton_schulz and self.compiled and ctx.device.type == "cuda"
         self.optimizer = build_optimizer(model, train.optimizer, zero1=zero1, compile_ns=compile_ns)
         self.progress = TrainProgress()
+        self.mesh: ParallelMesh = parallel_mesh(ctx, ctx.context_parallel)  # the phase's dp x cp (enter_phase)
         self.sampler: MixtureSampler | None = None
         self.val_windows: dict[str, np.ndarray] = {}
         self.metrics = MetricsWriter(self.run_dir, enabled=metrics_jsonl and ctx.is_rank0, tensorboard=tensorboard)
@@ -112,7 +122,7 @@ class Trainer:
     def global_batch_size(self) -> int:
         """Sequences per optimizer step at the current token count (a phase's batch ramp included)."""
         target = self.phase.global_batch_size or self.cfg.global_batch_size
-        granule = self.cfg.micro_batch_size * self.ctx.world_size
+        granule = self.cfg.micro_batch_size * self.mesh.dp
         into_phase = self.progress.tokens - self.recipe.phase_start(self.progress.phase)
         return ramped_batch_size(self.phase.batch_ramp, target, granule, into_phase)
 
@@ -121,12 +131,13 @@ class Trainer:
         phase = self.recipe.phases[index]
         self.progress.phase = index
         self.model.set_rope_theta(phase.rope_theta)
+        self.set_context_parallel(phase.context_parallel or self.ctx.context_parallel)
         self.sampler = MixtureSampler(self.data.train, phase.mixture, phase.seq_len, self.cfg.seed, index)
         if sampler_state is not None:
             self.sampler.load_state_dict(sampler_state)
-        world = self.ctx.world_size
+        world = self.mesh.dp  # a CP group shares its windows
         windows = validation_windows(self.data.val, phase.seq_len, max(self.cfg.eval.sequences, world))
-        # Every rank must run the same number of forwards (FSDP gathers per forward): a multiple of world.
+        # Every rank must run the same number of forwards (FSDP gathers per forward): a multiple of dp.
         self.val_windows = {name: w[: len(w) // world * world] for name, w in windows.items() if len(w) >= world}
         self.metrics.write(
             {
@@ -137,6 +148,7 @@ class Trainer:
                 "name": phase.name,
                 "seq_len": phase.seq_len,
                 "rope_theta": phase.rope_theta,
+                "context_parallel": self.mesh.cp,
                 "mixture": dict(phase.mixture),
                 "resumed": sampler_state is not None,
             }
@@ -149,6 +161,17 @@ class Trainer:
             phase.rope_theta,
             dict(phase.mixture),
         )
+
+    def set_context_parallel(self, cp: int) -> None:
+        """Split each sequence over `cp` ranks from now on (1: off); the mesh of that cp is made once."""
+        self.mesh = parallel_mesh(self.ctx, cp)
+        if hasattr(self.model, "set_context_parallel"):
+            self.model.set_context_parallel(self.mesh.context_parallel())
+        elif cp > 1:
+            raise ZayaTrainError(
+                f"context_parallel {cp} needs a model that can split its sequences (set_context_parallel); "
+                f"{type(self.model).__name__} cannot: set context_parallel to 1"
+            )
 
     def current_lr(self, step_tokens: int = 0) -> float:
         """The LR of the step that ends `step_tokens` from now, within the phase's schedule segment.
@@ -164,9 +187,18 @@ class Trainer:
         return contextlib.nullcontext()
 
     def _loss(self, module: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
-        """Mean next-token loss of a [B, T + 1] window batch through the module's fused path."""
+        """Mean next-token loss of a [B, T + 1] window batch through the module's fused path.
+
+        Under context parallelism every rank of a CP group has the same windows and passes its zigzag chunks
+        (padded at the end to a multiple of 2·cp, padding unlabelled); the loss is then the group's mean."""
+        inputs, labels, mask = tokens[:, :-1], tokens[:, 1:], None
+        cp = self.model.context_parallel if self.mesh.cp > 1 else None
+        if cp is not None:
+            inputs, labels, mask = shard_sequence(inputs, labels, cp)
         with self._autocast():
-            return module(tokens[:, :-1], labels=tokens[:, 1:])
+            if mask is None:
+                return module(inputs, labels=labels)
+            return module(inputs, attention_mask=mask, labels=labels)
 
     def train_step(self, batch: np.ndarray) -> dict[str, Any]:
         """Forward/backward over micro-batches, clip, judge, step the optimizer, then the hooks' step events."""
@@ -177,7 +209,7 @@ class Trainer:
         tokens = torch.from_numpy(batch).to(self.ctx.device, non_blocking=True)
         micro = min(self.cfg.micro_batch_size, len(tokens))
         n_micro = len(tokens) // micro
-        tokens_in_step = len(batch) * (batch.shape[1] - 1) * self.ctx.world_size
+        tokens_in_step = len(batch) * (batch.shape[1] - 1) * self.mesh.dp
         lr = self.current_lr(tokens_in_step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -187,7 +219,9 @@ class Trainer:
             set_gradient_sync(self.wrapped, i == n_micro - 1)
             loss = self._loss(self.wrapped, tokens[i * micro : (i + 1) * micro])
             loss = self.resilience.poison_loss(self.progress.step + 1, loss)
-            (loss / n_micro).backward()
+            # DDP/FSDP2 average gradients over all dp x cp ranks, but a CP rank's gradient is its share of the
+            # group's sequences, to be summed over the group: x cp gives the DP average of the CP sums.
+            (loss * self.mesh.cp / n_micro).backward()
             loss_sum += loss.detach()
         max_norm = self.cfg.grad_clip if self.cfg.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
@@ -199,7 +233,7 @@ class Trainer:
         # The step's one host read: the guard must see both values before the optimizer touches the weights.
         loss_value, norm_value = torch.stack((loss_mean.float(), grad_norm.float())).tolist()
         metrics = {"loss": loss_value, "grad_norm": norm_value, "lr": lr, "tokens_in_step": tokens_in_step,
-                   "global_batch": len(batch) * self.ctx.world_size}  # fmt: skip
+                   "global_batch": len(batch) * self.mesh.dp}  # fmt: skip
         verdict = self.resilience.judge(self.progress.step + 1, loss_value, norm_value)
         if verdict != "accept":  # a NaN or spiking batch never reaches the weights (skip or roll back)
             self.optimizer.zero_grad(set_to_none=True)
@@ -231,7 +265,7 @@ class Trainer:
     def evaluate(self) -> dict[str, Any]:
         """Held-out loss per source and overall, over a fixed set of validation windows (all ranks)."""
         self.model.eval()
-        micro, rank, world = self.cfg.micro_batch_size, self.ctx.rank, self.ctx.world_size
+        micro, rank, world = self.cfg.micro_batch_size, self.mesh.dp_rank, self.mesh.dp
         per_source, total = {}, torch.zeros(2, dtype=torch.float64, device=self.ctx.device)
         for name, windows in self.val_windows.items():
             k = len(windows) // world
@@ -241,7 +275,7 @@ class Trainer:
                 chunk = mine[i : i + micro]
                 acc[0] += self._loss(self.model, chunk).double() * chunk[:, 1:].numel()
                 acc[1] += chunk[:, 1:].numel()
-            self.ctx.all_reduce_sum(acc)
+            self.ctx.all_reduce_sum(acc)  # each CP rank adds its group's numbers: the ratio is unchanged
             per_source[name] = float(acc[0] / acc[1])
             total += acc
         self.model.train()
@@ -349,7 +383,8 @@ class Trainer:
             while not self.done():
                 if self.recipe.phase_at(self.progress.tokens) != self.progress.phase:
                     self._enter_next()
-                batch = self.sampler.next_batch(self.global_batch_size(), self.ctx.rank, self.ctx.world_size)
+                # this DP rank's rows; every rank of its CP group reads the same ones (`_loss` takes its chunks)
+                batch = self.sampler.next_batch(self.global_batch_size(), self.mesh.dp_rank, self.mesh.dp)
                 self._call_hooks("before_step")
                 metrics = self.train_step(batch)
                 self.after_step(metrics)

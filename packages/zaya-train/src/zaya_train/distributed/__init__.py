@@ -1,5 +1,6 @@
-"""Process groups from torchrun's environment and data parallelism (DDP, FSDP2) applied after build."""
+"""Process groups from torchrun's environment, the dp x cp mesh, and data parallelism (DDP, FSDP2) applied after build."""
 
+from zaya_train.distributed.mesh import ParallelMesh, check_context_parallel, parallel_mesh
 from zaya_train.distributed.parallelize import (
     parallelize,
     resolve_compile,
@@ -10,7 +11,10 @@ from zaya_train.distributed.setup import DistributedContext, init_distributed
 
 __all__ = [
     "DistributedContext",
+    "ParallelMesh",
+    "check_context_parallel",
     "init_distributed",
+    "parallel_mesh",
     "parallelize",
     "resolve_compile",
     "set_gradient_sync",

@@ -2,8 +2,8 @@
 
 import datetime
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -24,6 +24,8 @@ class DistributedContext:
     device: torch.device
     strategy: str  # single | ddp | fsdp
     initialized_here: bool = False
+    context_parallel: int = 1  # train.distributed.context_parallel: ranks per sequence (distributed/mesh.py)
+    meshes: dict[int, Any] = field(default_factory=dict, repr=False)  # cp -> ParallelMesh, made once each
 
     @property
     def is_rank0(self) -> bool:
@@ -83,4 +85,7 @@ def init_distributed(cfg: "DistributedConfig", device: str = "auto") -> Distribu
         initialized_here = True
     if dist.is_initialized():
         world, rank = dist.get_world_size(), dist.get_rank()
-    return DistributedContext(rank, local_rank, world, dev, strategy, initialized_here)
+    from zaya_train.distributed.mesh import check_context_parallel
+
+    check_context_parallel(world, cfg.context_parallel)
+    return DistributedContext(rank, local_rank, world, dev, strategy, initialized_here, cfg.context_parallel)

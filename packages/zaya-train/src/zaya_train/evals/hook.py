@@ -83,12 +83,14 @@ class DownstreamEvalHook:
     def evaluate(self, trainer: Any) -> dict[str, Any]:
         """Run the tasks now; write and return the `downstream` record."""
         from lm_eval.evaluator import evaluate
+        from zaya_model.context_parallel import context_parallel_off
 
         rng = rng_state()
         start = time.perf_counter()
         try:
             # lm-eval draws progress bars on stderr for every task; they would break the run's own bar.
-            with contextlib.redirect_stderr(io.StringIO()):
+            # lm-eval feeds whole sequences: a context-parallel model runs them unsplit meanwhile.
+            with contextlib.redirect_stderr(io.StringIO()), context_parallel_off(trainer.model):
                 results = evaluate(
                     lm=self.lm,
                     task_dict=self.tasks,
