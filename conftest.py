@@ -1,4 +1,5 @@
-"""Workspace-wide pytest setup: one compute thread per test process, GPU tests skip without a GPU."""
+"""Workspace-wide pytest setup: one compute thread per test process, GPU tests skip without a GPU, exhaustive
+tests (full-size checks whose results BENCHMARKS.md records) run only with ZAYA_EXHAUSTIVE=1."""
 
 import os
 
@@ -22,9 +23,17 @@ def _has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip `gpu`-marked tests cleanly on machines without CUDA (CI never has one)."""
+    """Skip `gpu`-marked tests cleanly on machines without CUDA (CI never has one), and `exhaustive` ones unless
+    ZAYA_EXHAUSTIVE=1 (they would take CI past its 30 minutes on 2 cores)."""
     if any(item.get_closest_marker("gpu") for item in items) and not _has_gpu():
         skip = pytest.mark.skip(reason="needs a CUDA GPU")
         for item in items:
             if item.get_closest_marker("gpu"):
+                item.add_marker(skip)
+    if os.environ.get("ZAYA_EXHAUSTIVE") != "1":
+        skip = pytest.mark.skip(
+            reason="exhaustive: run with ZAYA_EXHAUSTIVE=1 (results in the package's BENCHMARKS.md)"
+        )
+        for item in items:
+            if item.get_closest_marker("exhaustive"):
                 item.add_marker(skip)
