@@ -93,7 +93,7 @@ def channel_verilog(p: ChannelParams, prefix: str) -> str:
         wnext.append(f"""      win{i}_pop = act_valid && act_rank == r && win{i}_len[r] != 0 && win{i}_rem[r*{count}] == 0;
       win{i}_len_n[r] = win{i}_len[r] - (win{i}_pop ? 1 : 0);
       for (j = 0; j < {count}; j = j + 1) begin
-        if (win{i}_pop) win{i}_rem_n[r*{count}+j] = j + 1 < {count} ? win{i}_rem[r*{count}+j+1] : 0;
+        if (win{i}_pop) win{i}_rem_n[r*{count}+j] = j + 1 < {count} ? win{i}_rem[r*{count}+(j + 1 < {count} ? j + 1 : j)] : 0;
         else win{i}_rem_n[r*{count}+j] = win{i}_rem[r*{count}+j];
         if (win{i}_rem_n[r*{count}+j] != 0) win{i}_rem_n[r*{count}+j] = win{i}_rem_n[r*{count}+j] - 1;
       end
@@ -465,8 +465,8 @@ module @@P@@_channel (
       cq_total1 = cq_total1 + cq_len1[b];
       for (j = 0; j < K; j = j + 1) begin
         if (col_valid && col_bank == b && j >= col_pos && j + 1 < K) begin
-          cq_write_n[b*K+j] = cq_write[b*K+j+1]; cq_row_n[b*K+j] = cq_row[b*K+j+1];
-          cq_col_n[b*K+j] = cq_col[b*K+j+1]; cq_slot_n[b*K+j] = cq_slot[b*K+j+1]; cq_off_n[b*K+j] = cq_off[b*K+j+1];
+          cq_write_n[b*K+j] = cq_write[b*K+(j + 1 < K ? j + 1 : j)]; cq_row_n[b*K+j] = cq_row[b*K+(j + 1 < K ? j + 1 : j)];
+          cq_col_n[b*K+j] = cq_col[b*K+(j + 1 < K ? j + 1 : j)]; cq_slot_n[b*K+j] = cq_slot[b*K+(j + 1 < K ? j + 1 : j)]; cq_off_n[b*K+j] = cq_off[b*K+(j + 1 < K ? j + 1 : j)];
         end else begin
           cq_write_n[b*K+j] = cq_write[b*K+j]; cq_row_n[b*K+j] = cq_row[b*K+j];
           cq_col_n[b*K+j] = cq_col[b*K+j]; cq_slot_n[b*K+j] = cq_slot[b*K+j]; cq_off_n[b*K+j] = cq_off[b*K+j];
@@ -509,10 +509,10 @@ module @@P@@_channel (
     end
     mv_bank = mv_addr >> (ROWB + COLB + OFFB);
     for (i = 0; i < RQ; i = i + 1)
-      rq_addr_n[i] = (moved && !mv_write && i >= mv_i && i + 1 < RQ) ? rq_addr[i+1] : rq_addr[i];
+      rq_addr_n[i] = (moved && !mv_write && i >= mv_i && i + 1 < RQ) ? rq_addr[i + 1 < RQ ? i + 1 : i] : rq_addr[i];
     for (i = 0; i < WQ; i = i + 1) begin
-      wb_addr_n[i] = (moved && mv_write && i >= mv_i && i + 1 < WQ) ? wb_addr[i+1] : wb_addr[i];
-      wb_slot_n[i] = (moved && mv_write && i >= mv_i && i + 1 < WQ) ? wb_slot[i+1] : wb_slot[i];
+      wb_addr_n[i] = (moved && mv_write && i >= mv_i && i + 1 < WQ) ? wb_addr[i + 1 < WQ ? i + 1 : i] : wb_addr[i];
+      wb_slot_n[i] = (moved && mv_write && i >= mv_i && i + 1 < WQ) ? wb_slot[i + 1 < WQ ? i + 1 : i] : wb_slot[i];
     end
     rq_len1 = rq_len - ((moved && !mv_write) ? 1 : 0);
     wb_len1 = wb_len - ((moved && mv_write) ? 1 : 0);
