@@ -22,18 +22,19 @@ def _has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> None:
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if item.get_closest_marker(marker):
+            item.add_marker(skip)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip `gpu`-marked tests cleanly on machines without CUDA (CI never has one), and `exhaustive` ones unless
     ZAYA_EXHAUSTIVE=1 (they would take CI past its 30 minutes on 2 cores)."""
     if any(item.get_closest_marker("gpu") for item in items) and not _has_gpu():
-        skip = pytest.mark.skip(reason="needs a CUDA GPU")
-        for item in items:
-            if item.get_closest_marker("gpu"):
-                item.add_marker(skip)
+        _skip_marked(items, "gpu", "needs a CUDA GPU")
     if os.environ.get("ZAYA_EXHAUSTIVE") != "1":
-        skip = pytest.mark.skip(
-            reason="exhaustive: run with ZAYA_EXHAUSTIVE=1 (results in the package's BENCHMARKS.md)"
+        _skip_marked(
+            items, "exhaustive", "exhaustive: run with ZAYA_EXHAUSTIVE=1 (results in the package's BENCHMARKS.md)"
         )
-        for item in items:
-            if item.get_closest_marker("exhaustive"):
-                item.add_marker(skip)
