@@ -95,3 +95,19 @@ def test_bad_config_fails_at_start_naming_the_key(tmp_path):
     assert proc.returncode != 0
     assert "seq_len 4096 exceeds the model's 256 positions" in proc.stderr
     assert not list((tmp_path / "outputs").rglob("metrics.jsonl"))  # no step ran
+
+
+@pytest.mark.parametrize(("train", "micro_batch"), [("h200", 8), ("h200-full-depth", 2)])
+def test_the_h200_presets_compose_into_a_valid_main_job(train, micro_batch):
+    """What `zaya run pretrain model=zaya1-base hardware=h200 train=... recipe=h200-stdlib` composes on a GPU:
+    the full 40-layer zaya1-base at micro-batch 2 (measured to fit one H200, zaya-train BENCHMARKS.md)."""
+    from hydra import compose, initialize_config_dir
+    from zaya_config import validate_config
+
+    overrides = ["model=zaya1-base", "hardware=h200", f"train={train}", "recipe=h200-stdlib"]
+    with initialize_config_dir(config_dir=str(MAIN.parent / "conf"), version_base="1.3"):
+        cfg = validate_config(compose(config_name="pretrain", overrides=overrides))
+    assert cfg["model"].num_hidden_layers == 40
+    t = cfg["train"]
+    assert (t.micro_batch_size, t.global_batch_size, t.activation_checkpointing) == (micro_batch, 64, "full")
+    assert (t.optimizer.name, t.precision, t.compile) == ("muon", "bf16", True)

@@ -72,6 +72,19 @@ def test_run_starts_a_service_with_its_overrides_and_exit_code(tmp_path, monkeyp
     )
 
 
+def test_run_becomes_the_service_so_a_kill_reaches_it(tmp_path, monkeypatch):
+    """`zaya run` replaces itself with the service (same PID): a SIGKILL aimed at the launcher's PID kills the
+    trainer too. A child process would be orphaned and run on beside a restarted attempt (seen on the H200)."""
+    service = tmp_path / "services" / "pid"
+    service.mkdir(parents=True)
+    (service / "main.py").write_text("import os\nprint('PID', os.getpid())\n")
+    monkeypatch.setenv("ZAYA_SERVICES_DIR", str(tmp_path / "services"))
+    assert ZAYA
+    proc = subprocess.Popen([ZAYA, "run", "pid"], stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and f"PID {proc.pid}" in out
+
+
 def _imported_modules(*args: str) -> set[str]:
     """Top-level modules the `zaya` console script imports for `args` (python -X importtime)."""
     result = subprocess.run([sys.executable, "-X", "importtime", ZAYA, *args], capture_output=True, text=True,

@@ -50,6 +50,7 @@ from zaya_train.metrics import MetricsWriter, StepTimer, mfu, plot_run
 from zaya_train.optim import build_optimizer, learning_rate
 from zaya_train.recipe import RecipeConfig, ramped_batch_size
 from zaya_train.resilience import Resilience
+from zaya_train.run_lock import acquire_run_dir, release_run_dir
 from zaya_train.sample import generate_text
 from zaya_train.train_state import TrainProgress
 
@@ -79,6 +80,7 @@ class Trainer:
     ) -> None:
         self.cfg, self.recipe, self.data, self.ctx = train, recipe, data, ctx
         self.run_dir = Path(run_dir)
+        self._run_lock = acquire_run_dir(self.run_dir) if ctx.is_rank0 else None  # one trainer per run dir
         self.hardware, self.flops_per_token = hardware, flops_per_token
         self.log_every, self.show_progress = log_every, progress and ctx.is_rank0
         self.model = model
@@ -337,7 +339,8 @@ class Trainer:
         self.progress.tokens += metrics["tokens_in_step"]
         self.progress.record_loss(metrics["loss"])
         step = self.progress.step
-        if "step_ms" in metrics or step % self.log_every == 0:  # step_ms: a logging step's timings
+        # step_ms: a logging step's timings; the last step is always logged (the run's final train record)
+        if "step_ms" in metrics or step % self.log_every == 0 or self.done():
             t0, tok0 = self._window_start
             now = time.perf_counter()
             tps = (self.progress.tokens - tok0) / max(now - t0, 1e-9)
@@ -445,3 +448,5 @@ class Trainer:
         if self.checkpoints is not None:
             self.checkpoints.close()
         self.metrics.close()
+        release_run_dir(self._run_lock)
+        self._run_lock = None

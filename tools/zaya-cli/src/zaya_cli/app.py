@@ -8,6 +8,7 @@ stays fast too. A package whose sub-app fails to load is reported, not fatal: th
 """
 
 import ast
+import os
 import subprocess
 import sys
 from functools import cache
@@ -108,7 +109,12 @@ def run_service(
         main = find_service(service)
     except ServiceNotFoundError as err:
         fail(err)
-    raise typer.Exit(code=subprocess.call([sys.executable, str(main), *ctx.args]))
+    argv = [sys.executable, str(main), *ctx.args]
+    if os.name == "posix":  # become the service: a signal sent to `zaya`'s PID (SIGKILL too) reaches the trainer
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, argv)
+    raise typer.Exit(code=subprocess.call(argv))
 
 
 def build_app() -> typer.Typer:
