@@ -258,6 +258,7 @@ def main() -> None:
 
     import torch
     from manta.cost_model import check, fit_costs, to_dict
+    from zaya_config.atomic import write_text_atomic
 
     ranks, counts = ([4, 16, 64, 128], [1, 2, 3]) if not args.smoke else ([4, 32], [1, 3])
     steps = 2 if args.smoke else args.steps
@@ -273,6 +274,8 @@ def main() -> None:
                 args.device,
             )
         rows += measure(name, arch, ranks, counts, steps_of[name], device_of[name], args.repeats)
+        args.out.mkdir(parents=True, exist_ok=True)  # a run cut short keeps the architectures it finished
+        write_text_atomic(args.out / "measurements.json", json.dumps(rows, indent=1))
     models = fit_costs(rows)
     checked = check(models, rows)
     worst = {
@@ -295,7 +298,7 @@ def main() -> None:
         "worst_relative_error": worst,
         "measurements": checked,
     }
-    (args.out / "costs.json").write_text(json.dumps(result, indent=1))
+    write_text_atomic(args.out / "costs.json", json.dumps(result, indent=1))
     plot(checked, args.out / "costs.png")
     for arch, err in worst.items():
         print(f"cost model {arch}: worst relative error {err:.1%} ({'within' if err <= 0.2 else 'OVER'} 20%)")
