@@ -86,3 +86,27 @@ def test_metrics_writer_jsonl_and_tensorboard(tmp_path):
     with open(tmp_path / "metrics.jsonl", "a") as f:
         f.write('{"kind": "tra')  # the torn last line of a killed run
     assert len(read_metrics(tmp_path / "metrics.jsonl")) == 2
+
+
+def test_run_history_drops_what_a_resume_redid(tmp_path):
+    """A killed attempt logged steps 1-6 but its last checkpoint was step 4: the resumed attempt's records
+    replace steps 5-6 in the history (plots read it); metrics.jsonl keeps every line."""
+    from zaya_train.metrics import MetricsWriter, plot_run, run_history
+
+    writer = MetricsWriter(tmp_path)
+    writer.write({"kind": "phase", "step": 0, "tokens": 0, "name": "p", "resumed": False})
+    for step in range(1, 7):
+        writer.write({"kind": "train", "step": step, "tokens": 10 * step, "loss": 10.0 - step})
+    writer.write({"kind": "val", "step": 6, "tokens": 60, "val_loss": 4.5})
+    writer.write({"kind": "phase", "step": 4, "tokens": 40, "name": "p", "resumed": True})
+    for step in (5, 6):
+        writer.write({"kind": "train", "step": step, "tokens": 10 * step, "loss": 1.0})
+    writer.close()
+    records = read_metrics(tmp_path / "metrics.jsonl")
+    history = run_history(records)
+    assert len(records) == 11 and len(history) == 8
+    assert [(r["step"], r["loss"]) for r in history if r["kind"] == "train"] == [
+        (1, 9.0), (2, 8.0), (3, 7.0), (4, 6.0), (5, 1.0), (6, 1.0)
+    ]  # fmt: skip
+    assert not [r for r in history if r["kind"] == "val"]  # the lost attempt's step-6 validation is gone
+    assert tmp_path / "loss.png" in plot_run(tmp_path)

@@ -4,7 +4,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from zaya_train.metrics.plots import save_png
-from zaya_train.metrics.writer import read_metrics
+from zaya_train.metrics.writer import read_metrics, run_history
 
 
 def downstream_series(records: list[dict]) -> dict[str, dict[str, list[tuple[int, float, float | None]]]]:
@@ -30,7 +30,7 @@ def plot_downstream(run_dir: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     run_dir = Path(run_dir)
-    series = downstream_series(read_metrics(run_dir / "metrics.jsonl"))
+    series = downstream_series(run_history(read_metrics(run_dir / "metrics.jsonl")))
     if not series:
         return None
     fig, axes = plt.subplots(1, len(series), figsize=(5 * len(series), 3.6), squeeze=False)

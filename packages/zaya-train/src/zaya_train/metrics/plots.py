@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 from zaya_config.atomic import write_atomic
 
-from zaya_train.metrics.writer import read_metrics
+from zaya_train.metrics.writer import read_metrics, run_history
 
 
 def save_png(fig, path: Path) -> None:
@@ -20,7 +20,7 @@ def plot_run(run_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     run_dir = Path(run_dir)
-    records = read_metrics(run_dir / "metrics.jsonl")
+    records = run_history(read_metrics(run_dir / "metrics.jsonl"))
     train = [r for r in records if r.get("kind") == "train" and r.get("loss") is not None]
     val = [r for r in records if r.get("kind") == "val"]
     phases = [r for r in records if r.get("kind") == "phase"]

@@ -64,3 +64,15 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def run_history(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run as it continued: a resume from step s (a `phase` record with `resumed`) drops the records an
+    earlier attempt wrote past s, the work the resume redid. metrics.jsonl itself keeps every line (append-only:
+    nothing a killed attempt logged is deleted); plots and summaries read this view."""
+    history: list[dict[str, Any]] = []
+    for record in records:
+        if record.get("kind") == "phase" and record.get("resumed"):
+            history = [r for r in history if r.get("step", 0) <= record["step"]]
+        history.append(record)
+    return history
