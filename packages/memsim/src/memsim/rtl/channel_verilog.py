@@ -516,14 +516,19 @@ module @@P@@_channel (
     end
     rq_len1 = rq_len - ((moved && !mv_write) ? 1 : 0);
     wb_len1 = wb_len - ((moved && mv_write) ? 1 : 0);
+    // Writes index constants only (a bank loop compared with mv_bank): a write through a signal index makes
+    // yosys's frontend expand a case over every bit offset of the packed array, which took hours at 32 banks.
     if (moved) begin
-      for (j = 0; j < K; j = j + 1)
-        if (j == cq_len1[mv_bank]) begin
-          cq_write_n[mv_bank*K+j] = mv_write; cq_row_n[mv_bank*K+j] = mv_addr[ROWB+COLB+OFFB-1:COLB+OFFB];
-          cq_col_n[mv_bank*K+j] = mv_addr[COLB+OFFB-1:OFFB]; cq_off_n[mv_bank*K+j] = mv_addr[OFFB-1:0];
-          cq_slot_n[mv_bank*K+j] = mv_slot;
+      for (b = 0; b < NB; b = b + 1)
+        if (b == mv_bank) begin
+          for (j = 0; j < K; j = j + 1)
+            if (j == cq_len1[b]) begin
+              cq_write_n[b*K+j] = mv_write; cq_row_n[b*K+j] = mv_addr[ROWB+COLB+OFFB-1:COLB+OFFB];
+              cq_col_n[b*K+j] = mv_addr[COLB+OFFB-1:OFFB]; cq_off_n[b*K+j] = mv_addr[OFFB-1:0];
+              cq_slot_n[b*K+j] = mv_slot;
+            end
+          cq_len_n[b] = cq_len1[b] + 1;
         end
-      cq_len_n[mv_bank] = cq_len1[mv_bank] + 1;
     end
     // ---- the request: merge with / forward from what is pending after this cycle's commands
     a_bank = req_addr >> (ROWB + COLB + OFFB);
