@@ -215,10 +215,11 @@ def write_results(out: Path, meta: dict, rows: list[dict]) -> None:
         ok = [r for r in rows if r["optimizer"] == optimizer and "error" not in r]
         if ok:
             ax.plot([r["micro_batch"] for r in ok], [100 * r["mfu"] for r in ok], style, label=f"Trainer, {optimizer}")
-    ok = [r for r in rows if r.get("model_fwd_bwd_tokens_per_s") and r["optimizer"] == "adamw"]
-    if ok and rows[0].get("mfu"):
-        scale = rows[0]["mfu"] / rows[0]["tokens_per_s"]  # MFU per token/s (same model and sequence)
-        ax.plot([r["micro_batch"] for r in ok], [100 * scale * r["model_fwd_bwd_tokens_per_s"] for r in ok], "k--",
+    timed = {r["micro_batch"]: r for r in rows if r.get("model_fwd_bwd_tokens_per_s") and r.get("mfu")}
+    if timed:  # the model alone, once per micro-batch (the last row that timed it); a marker shows a lone point
+        ok = [timed[mb] for mb in sorted(timed)]
+        ax.plot([r["micro_batch"] for r in ok],
+                [100 * r["mfu"] / r["tokens_per_s"] * r["model_fwd_bwd_tokens_per_s"] for r in ok], "k*--",
                 label="model alone, compiled fwd+bwd")  # fmt: skip
     ax.set_xlabel("micro-batch (sequences); global batch " + str(meta["global_batch"]))
     ax.set_ylabel("MFU (%)")
