@@ -15,24 +15,16 @@ import sys
 from pathlib import Path
 
 import torch
+from bench_decode import time_decoder  # same folder
 from torch.profiler import ProfilerActivity, profile
 from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig, ZayaDecoder, build_model
 
 
 def profile_step(decoder: ZayaDecoder, prompt: torch.Tensor, steps: int, top: int) -> dict:
-    """Wall ms per step (CUDA events) and the kernels of `steps` steps, summed per name."""
-    decoder.prefill(prompt)
-    for _ in range(8):
-        decoder.step()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(steps):
-        decoder.step()
-    end.record()
-    end.synchronize()
-    wall_ms = start.elapsed_time(end) / steps
+    """Wall ms per step (bench_decode's CUDA-event timing, after 8 warm-up steps) and the kernels of `steps`
+    more steps, summed per name."""
+    wall_ms = time_decoder(decoder, prompt, 8, steps) * 1e3
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):
             decoder.step()
