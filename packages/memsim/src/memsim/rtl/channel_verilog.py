@@ -517,7 +517,7 @@ module @@P@@_channel (
     rq_len1 = rq_len - ((moved && !mv_write) ? 1 : 0);
     wb_len1 = wb_len - ((moved && mv_write) ? 1 : 0);
     // Writes index constants only (a bank loop compared with mv_bank): a write through a signal index makes
-    // yosys's frontend expand a case over every bit offset of the packed array, which took hours at 32 banks.
+    // yosys's frontend expand a case over every bit offset of the packed array, which never finished at 32 banks.
     if (moved) begin
       for (b = 0; b < NB; b = b + 1)
         if (b == mv_bank) begin
