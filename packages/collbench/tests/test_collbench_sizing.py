@@ -24,7 +24,7 @@ def test_rules_flag_misaligned_dims_and_say_what_to_use(h200):
     cfg = ZayaConfig.from_preset("zaya1-base", hidden_size=2000, vocab_size=262200, moe_intermediate_size=2000)
     rules = {r.name: r for r in dimension_rules(cfg, h200, tokens_per_expert=1024, tensor_parallel=4)}
     assert not rules["hidden_size % matmul_tile"].ok and rules["hidden_size % matmul_tile"].recommended == 2048
-    assert not rules["vocab_size % 128"].ok and rules["vocab_size % 128"].recommended == 262272
+    assert not rules["vocab_size % vocab_tile"].ok and rules["vocab_size % vocab_tile"].recommended == 262272
     assert not rules["num_key_value_heads % tensor_parallel"].ok  # 2 KV heads cannot split over 4 ranks
     expert = rules["moe_intermediate_size (tile/wave)"]
     assert not expert.ok and expert.recommended % 64 == 0

@@ -56,7 +56,7 @@ def test_rules_name_the_measurement_and_use_the_derived_tile(tmp_path):
     hidden = rules["hidden_size % matmul_tile"]
     assert not hidden.ok and hidden.recommended == 2176  # a multiple of the measured 128, not the datasheet 64
     assert hidden.measured and str(tmp_path / "gemm.csv") in hidden.evidence and "128" in hidden.evidence
-    assert rules["vocab_size % 128"].recommended == 262272 and rules["vocab_size % 128"].measured
+    assert rules["vocab_size % vocab_tile"].recommended == 262272 and rules["vocab_size % vocab_tile"].measured
     assert "row " in rules["moe_intermediate_size (tile/wave)"].evidence  # the expert rates' rows
     assert not rules["head_dim in (64, 128, 256)"].measured  # not a GEMM rule, and it says so
 
@@ -86,6 +86,6 @@ def test_estimated_study_with_a_measured_table_names_it_in_every_width_rule(tmp_
     sizing = SizingConfig(num_experts=[8, 16], top_k=[1], measured_dir=str(tmp_path / "run"))
     out = run_sizing(sizing, ZayaConfig.from_preset("zaya1-base"), hardware("h200"), tmp_path / "out")
     rules = {r["name"]: r for r in json.loads(out.files["rules"].read_text())}
-    for name in ("hidden_size % matmul_tile", "q width % matmul_tile", "vocab_size % 128"):
+    for name in ("hidden_size % matmul_tile", "q width % matmul_tile", "vocab_size % vocab_tile"):
         assert rules[name]["measured"] and "gemm.csv rows" in rules[name]["evidence"]
     assert "measured GEMM table" in out.files["recommended"].read_text().splitlines()[0]

@@ -87,7 +87,7 @@ def recommended_config(base: ZayaConfig, chosen: MoECandidate, rules: list[Sizin
     }
     fix = {
         "hidden_size % matmul_tile": "hidden_size",
-        "vocab_size % 128": "vocab_size",
+        "vocab_size % vocab_tile": "vocab_size",
         "moe_intermediate_size (tile/wave)": "moe_intermediate_size",
         "head_dim in (64, 128, 256)": "head_dim",
     }

@@ -146,7 +146,7 @@ def dimension_rules(
             False,
         ),
         SizingRule(
-            "vocab_size % 128",
+            "vocab_size % vocab_tile",
             cfg.vocab_size,
             cfg.vocab_size % vocab_tile == 0,
             round_up(cfg.vocab_size, vocab_tile),
