@@ -49,3 +49,18 @@ def test_the_lock_is_reentrant_within_a_process_and_the_last_release_frees_it(tm
     assert subprocess.run(probe, env=ENV, capture_output=True).returncode != 0  # still held once
     release_run_dir(second)
     assert subprocess.run(probe, env=ENV, capture_output=True).returncode == 0
+
+
+def test_a_trainer_that_fails_to_build_leaves_the_run_dir_free(tmp_path: Path, make_trainer) -> None:
+    from zaya_train.config import CheckpointConfig
+
+    in_the_way = tmp_path / "not-a-folder"
+    in_the_way.write_text("a file where the checkpoints folder should go")
+    run_dir = tmp_path / "run"
+    with pytest.raises(OSError):  # the checkpoint manager, built last, cannot make its folder
+        make_trainer(run_dir=run_dir, checkpoint=CheckpointConfig(dir=str(in_the_way / "checkpoints")))
+    assert (run_dir / ".lock").is_file()  # the lock was taken before the failure ...
+    probe = [sys.executable, "-c", "import sys\nfrom pathlib import Path\nfrom zaya_train.run_lock import "
+             "acquire_run_dir\nacquire_run_dir(Path(sys.argv[1]))", str(run_dir)]  # fmt: skip
+    assert subprocess.run(probe, env=ENV, capture_output=True).returncode == 0  # ... and given back
+    make_trainer(run_dir=run_dir)  # and the same run dir builds a trainer in this process

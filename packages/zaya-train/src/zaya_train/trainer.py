@@ -81,40 +81,47 @@ class Trainer:
         self.cfg, self.recipe, self.data, self.ctx = train, recipe, data, ctx
         self.run_dir = Path(run_dir)
         self._run_lock = acquire_run_dir(self.run_dir) if ctx.is_rank0 else None  # one trainer per run dir
-        self.hardware, self.flops_per_token = hardware, flops_per_token
-        self.log_every, self.show_progress = log_every, progress and ctx.is_rank0
-        self.model = model
-        self.compiled = resolve_compile(train.compile, train.compile_backend, ctx.device)
-        self.wrapped = parallelize(
-            model,
-            ctx,
-            train.precision,
-            train.distributed.reshard_after_forward,
-            compile=self.compiled,
-            compile_backend=train.compile_backend,
-            activation_checkpointing=train.activation_checkpointing,
-        )
-        zero1 = train.distributed.zero1 and ctx.strategy == "ddp"
-        self.zero1 = zero1
-        compile_ns = train.optimizer.compile_newton_schulz and self.compiled and ctx.device.type == "cuda"
-        self.optimizer = build_optimizer(model, train.optimizer, zero1=zero1, compile_ns=compile_ns)
-        self.progress = TrainProgress()
-        self.mesh: ParallelMesh = parallel_mesh(ctx, ctx.context_parallel)  # the phase's dp x cp (enter_phase)
-        self.sampler: MixtureSampler | None = None
-        self.val_windows: dict[str, np.ndarray] = {}
-        self.metrics = MetricsWriter(self.run_dir, enabled=metrics_jsonl and ctx.is_rank0, tensorboard=tensorboard)
-        self.resilience = resilience
-        self.hooks: list[Any] = [resilience, *hooks]
-        self.checkpoints = None
-        if train.checkpoint.enabled:
-            from zaya_train.checkpoint import CheckpointManager
-
-            root = Path(train.checkpoint.dir) if train.checkpoint.dir else self.run_dir / "checkpoints"
-            self.checkpoints = CheckpointManager(
-                root, keep_last=train.checkpoint.keep_last, async_save=train.checkpoint.async_save
+        try:
+            self.hardware, self.flops_per_token = hardware, flops_per_token
+            self.log_every, self.show_progress = log_every, progress and ctx.is_rank0
+            self.model = model
+            self.compiled = resolve_compile(train.compile, train.compile_backend, ctx.device)
+            self.wrapped = parallelize(
+                model,
+                ctx,
+                train.precision,
+                train.distributed.reshard_after_forward,
+                compile=self.compiled,
+                compile_backend=train.compile_backend,
+                activation_checkpointing=train.activation_checkpointing,
             )
-        self._window_start = (time.perf_counter(), 0)
-        self._last_saved_step = -1
+            zero1 = train.distributed.zero1 and ctx.strategy == "ddp"
+            self.zero1 = zero1
+            compile_ns = train.optimizer.compile_newton_schulz and self.compiled and ctx.device.type == "cuda"
+            self.optimizer = build_optimizer(model, train.optimizer, zero1=zero1, compile_ns=compile_ns)
+            self.progress = TrainProgress()
+            self.mesh: ParallelMesh = parallel_mesh(ctx, ctx.context_parallel)  # the phase's dp x cp (enter_phase)
+            self.sampler: MixtureSampler | None = None
+            self.val_windows: dict[str, np.ndarray] = {}
+            self.metrics = MetricsWriter(self.run_dir, enabled=metrics_jsonl and ctx.is_rank0, tensorboard=tensorboard)
+            self.resilience = resilience
+            self.hooks: list[Any] = [resilience, *hooks]
+            self.checkpoints = None
+            if train.checkpoint.enabled:
+                from zaya_train.checkpoint import CheckpointManager
+
+                root = Path(train.checkpoint.dir) if train.checkpoint.dir else self.run_dir / "checkpoints"
+                self.checkpoints = CheckpointManager(
+                    root, keep_last=train.checkpoint.keep_last, async_save=train.checkpoint.async_save
+                )
+            self._window_start = (time.perf_counter(), 0)
+            self._last_saved_step = -1
+        except BaseException:  # a failed construction must not keep the run dir locked (or metrics open)
+            if hasattr(self, "metrics"):
+                self.metrics.close()
+            release_run_dir(self._run_lock)
+            self._run_lock = None
+            raise
 
     # ------------------------------------------------------------------ phases
     @property
