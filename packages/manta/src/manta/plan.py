@@ -80,31 +80,15 @@ def plan_from_selection(
     limits: ResolvedLimits,
     llm_tokens: int = 0,
 ) -> CompositionPlan:
-    """Turn a solver selection into a plan with weights, trigger words and costs."""
-    base = index.entry(selection.base)
+    """Turn a solver selection into a plan with weights, trigger words and costs; its relevance is the
+    solver's objective (the picks' scores)."""
     weights = adapter_weights(selection, index)
     picks = sorted(selection.picks, key=lambda p: (p.concept, -p.score))
-    entries = [index.entry(p.position) for p in picks]
-    triggers = [w for e in entries for w in e.trigger_words if w.lower() not in prompt.lower()]
-    cost = plan_cost(base, entries, limits)
-    relevance = sum(p.score for p in picks)
-    return CompositionPlan(
-        prompt=prompt,
-        prompt_text=", ".join([prompt, *dict.fromkeys(triggers)]),
-        base_id=base.id,
-        base_family=base.base_family,
-        adapters=tuple(
-            AdapterChoice(e.id, concepts[p.concept], weights[p.position], round(p.relevance, 4))
-            for p, e in zip(picks, entries, strict=True)
-        ),
-        concepts=tuple(concepts),
-        hardware=limits.name,
-        vram_bytes=cost.vram_bytes,
-        latency_s=cost.latency_s,
-        price=cost.price,
-        relevance=round(relevance, 4),
-        llm_tokens=llm_tokens,
-    )
+    adapters = [(index.entry(p.position), concepts[p.concept], weights[p.position], p.relevance) for p in picks]
+    return plan_from_entries(
+        prompt, index.entry(selection.base), adapters, tuple(concepts), limits,
+        relevance=sum(p.score for p in picks), llm_tokens=llm_tokens,
+    )  # fmt: skip
 
 
 def plan_from_entries(
@@ -113,9 +97,13 @@ def plan_from_entries(
     adapters: list[tuple[CatalogEntry, str, float, float]],
     concepts: tuple[str, ...],
     limits: ResolvedLimits,
+    *,
+    relevance: float | None = None,
+    llm_tokens: int = 0,
 ) -> CompositionPlan:
     """A plan from chosen catalog entries: (adapter, concept, weight, relevance) each; costs against `limits`
-    (reported, not enforced: baselines and controls build their plans with this)."""
+    (reported, not enforced: baselines and controls build their plans with this). The plan's relevance is
+    `relevance`, else the adapters' relevances summed."""
     entries = [e for e, _, _, _ in adapters]
     cost = plan_cost(base, entries, limits)
     triggers = [w for e in entries for w in e.trigger_words if w.lower() not in prompt.lower()]
@@ -133,7 +121,8 @@ def plan_from_entries(
         vram_bytes=cost.vram_bytes,
         latency_s=cost.latency_s,
         price=cost.price,
-        relevance=round(sum(r for _, _, _, r in adapters), 4),
+        relevance=round(sum(r for _, _, _, r in adapters) if relevance is None else relevance, 4),
+        llm_tokens=llm_tokens,
     )
 
 
