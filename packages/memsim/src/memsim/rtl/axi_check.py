@@ -137,8 +137,9 @@ class AxiCheck:
 
 def run_axi_check(config: str | Path, widths: tuple[int, ...] = (32, 64), bursts: int = 300, seed: int = 1,
                   folder: Path | None = None, build_root: Path | None = None, mode: str | None = None,
-                  strict: bool = False, max_cycles: int = 5_000_000) -> list[AxiCheck]:  # fmt: skip
-    """Build and run the AXI test bench of `config`'s RTL; raise AxiProtocolError on wrong data or protocol."""
+                  strict: bool = False, stall: int = 0, max_cycles: int = 5_000_000) -> list[AxiCheck]:  # fmt: skip
+    """Build and run the AXI test bench of `config`'s RTL (the masters hold back valids and ready `stall` percent of
+    cycles); raise AxiProtocolError on wrong data or protocol, MemsimError when a run does not finish."""
     import tempfile
 
     spec = load_spec(config, mode=mode, strict=strict)
@@ -148,6 +149,8 @@ def run_axi_check(config: str | Path, widths: tuple[int, ...] = (32, 64), bursts
             raise MemsimError(f"data width {w}: choose a power of two from 8 to the line's {p.data_bits} bits")
     if bursts <= 0:
         raise MemsimError(f"bursts {bursts}: give a positive number")
+    if not 0 <= stall < 100:
+        raise MemsimError(f"stall {stall}: give a percentage from 0 to 99")
     with tempfile.TemporaryDirectory(prefix="memsim-axi-") as tmp:
         folder = Path(tmp) if folder is None else folder
         rtl = generate_rtl(spec, folder / "rtl")
@@ -157,7 +160,7 @@ def run_axi_check(config: str | Path, widths: tuple[int, ...] = (32, 64), bursts
                        build_root or DEFAULT_BUILD_ROOT)  # fmt: skip
         runs, plans, args = [], [], []
         for w in widths:
-            run = MasterRun(f"m{w}", w, bursts, seed=seed)
+            run = MasterRun(f"m{w}", w, bursts, seed=seed, stall=stall)
             traffic = run.traffic()
             traffic[0].barrier = True  # after the image is written
             plan = preload_bursts(initial_image(run.seed, run.base, run.span), run.base, run.data_bytes) + traffic
