@@ -9,6 +9,7 @@ check: memsim's cocotb port (`axi_runs.check`) has one, this front end serves bu
 """
 
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,10 +17,11 @@ from memsim.cosim import HDL_DIR
 from memsim.cosim.axi_burst import AxiBurst, BurstType
 from memsim.cosim.axi_runs import MasterRun, prepare
 from memsim.cosim.axi_traffic import LogSummary, TrafficBurst, check_log, expected_reads, initial_image
+from memsim.cosim.testbench_top import AXI_SIGNALS
 from memsim.errors import MemsimError
 from memsim.rtl.channel_params import ChannelParams, channel_params
 from memsim.rtl.generate import generate_rtl
-from memsim.rtl.harness import verilate
+from memsim.rtl.harness import command_log_cpp, verilate
 from memsim.rtl.system_verilog import port_widths
 from memsim.rtl.verify import DEFAULT_BUILD_ROOT, parse_log, protocol_violations
 from memsim.spec import load_spec
@@ -36,20 +38,30 @@ MAIN = r"""
 #include "verilated.h"
 
 int main(int argc, char** argv) {
+  if (argc < 2 + @@N@@) { fprintf(stderr, "usage: %s CYCLES COMMAND_LOG... +PLUSARGS\n", argv[0]); return 2; }
   VerilatedContext ctx;
   ctx.commandArgs(argc, argv);
   long long limit = atoll(argv[1]);
+  FILE* logs[@@N@@];
+  for (int i = 0; i < @@N@@; ++i) {
+    logs[i] = fopen(argv[2 + i], "w");
+    if (!logs[i]) { fprintf(stderr, "cannot write %s\n", argv[2 + i]); return 2; }
+  }
   Vsim* top = new Vsim(&ctx);
   top->rst = 1;
   for (int i = 0; i < 3; ++i) { top->clk = 0; top->eval(); top->clk = 1; top->eval(); }
   top->rst = 0;
   long long c = 0, after = -1;
-  for (; c < limit && after != 0; ++c) {  // two more cycles once done: the logs' last lines
-    top->clk = 0; top->eval();
-    top->clk = 1; top->eval();
+  for (; c < limit && after != 0; ++c) {  // two more cycles once done: the masters' last log lines
+    top->clk = 0;
+    top->eval();
+@@LOG@@
+    top->clk = 1;
+    top->eval();
     if (after > 0) --after;
     else if (after < 0 && top->done) after = 2;
   }
+  for (int i = 0; i < @@N@@; ++i) fclose(logs[i]);
   printf("cycles %lld done %d\n", c, (int)top->done);
   top->final();
   delete top;
@@ -58,53 +70,42 @@ int main(int argc, char** argv) {
 """
 
 
+def main_cpp(p: ChannelParams, widths: tuple[int, ...]) -> str:
+    """The C++ main: clocks the test bench until every master is done, logging each memory's DRAM commands."""
+    log = [line for i, w in enumerate(widths) for c in range(p.spec.channels)
+           for line in command_log_cpp(c, f"top->m{w}_", f"logs[{i}]")]  # fmt: skip
+    return MAIN.replace("@@N@@", str(len(widths))).replace("@@LOG@@", "\n".join(log))
+
+
 def tb_verilog(p: ChannelParams, prefix: str, widths: tuple[int, ...]) -> str:
-    """The test bench top: per data width a master `m<w>` and an `<prefix>_axi_top`, the commands logged."""
-    names = list(port_widths(p))
-    body, dones = [], []
+    """The test bench top: per data width a master `m<w>` and an `<prefix>_axi_top`; the DRAM commands are
+    outputs (`m<w>_ch<c>_cmd*`), for the C++ main to log."""
+    ports, body, dones = ["input wire clk", "input wire rst", "output wire done"], [], []
     for w in widths:
         m = f"m{w}"
         dones.append(f"{m}_done")
         wires = [f"  wire {m}_done;", f"  wire [31:0] {m}_cycle;"]
-        wires += [f"  wire [{width - 1}:0] {m}_ch{c}_{n};" for c in range(p.spec.channels)
-                  for n, width in port_widths(p).items()]  # fmt: skip
-        sigs = ["arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "arready", "awid", "awaddr", "awlen",
-                "awsize", "awburst", "awvalid", "awready", "wdata", "wstrb", "wlast", "wvalid", "wready", "bid",
-                "bresp", "bvalid", "bready", "rid", "rdata", "rresp", "rlast", "rvalid", "rready"]  # fmt: skip
-        widths_of = {"arid": ID_BITS, "awid": ID_BITS, "bid": ID_BITS, "rid": ID_BITS, "araddr": 32, "awaddr": 32,
-                     "arlen": 8, "awlen": 8, "arsize": 3, "awsize": 3, "arburst": 2, "awburst": 2, "wdata": w,
-                     "rdata": w, "wstrb": w // 8, "bresp": 2, "rresp": 2}  # fmt: skip
-        wires += [f"  wire [{widths_of.get(s, 1) - 1}:0] {m}_{s};" for s in sigs]
-        master = ", ".join([".clk(clk)", ".rst(rst)", f".done({m}_done)", f".cycle({m}_cycle)",
-                            *(f".m_axi_{s}({m}_{s})" for s in sigs)])  # fmt: skip
-        slave = ", ".join([".clk(clk)", ".rst(rst)", *(f".s_axi_{s}({m}_{s})" for s in sigs),
-                           *(f".ch{c}_{n}({m}_ch{c}_{n})" for c in range(p.spec.channels) for n in names)])  # fmt: skip
-        log = []
+        outs = [f"{m}_ch{c}_{n}" for c in range(p.spec.channels) for n in port_widths(p)]
         for c in range(p.spec.channels):
-            for k in (0, 1):
-                s = f"{m}_ch{c}_cmd{k}_"
-                log.append(f"    if ({s}valid) $fwrite({m}_log, \"C %0d {c} %0d %0d %0d %0d %0d\\n\", cycle, {s}kind, "
-                           f"{s}bank, {s}has_addr, {s}row, {s}col);")  # fmt: skip
+            for n, width in port_widths(p).items():
+                decl = f"wire [{width - 1}:0] {m}_ch{c}_{n}"
+                if n.startswith("cmd"):
+                    ports.append(f"output {decl}")
+                else:
+                    wires.append(f"  {decl};")
+        wires += [f"  wire [{width(w, ID_BITS, 32) - 1}:0] {m}_{s};" for s, _, width in AXI_SIGNALS]
+        master = ", ".join([".clk(clk)", ".rst(rst)", f".done({m}_done)", f".cycle({m}_cycle)",
+                            *(f".m_axi_{s}({m}_{s})" for s, _, _ in AXI_SIGNALS)])  # fmt: skip
+        slave = ", ".join([".clk(clk)", ".rst(rst)", *(f".s_axi_{s}({m}_{s})" for s, _, _ in AXI_SIGNALS),
+                           *(f".{name[len(m) + 1 :]}({name})" for name in outs)])  # fmt: skip
         body.append(
             "\n".join(wires)
             + f"""
   axi_burst_master #(.AW(32), .DW({w}), .IW({ID_BITS}), .NAME("{m}")) {m}_master ({master});
-  {prefix}_axi_top #(.DATA_WIDTH({w}), .ID_WIDTH({ID_BITS})) {m}_slave ({slave});
-  integer {m}_log;
-  reg [1023:0] {m}_name;
-  initial begin
-    if (!$value$plusargs("{m}_cmdlog=%s", {m}_name)) {m}_name = "{m}_commands.log";
-    {m}_log = $fopen({m}_name, "w");
-  end
-  always @(posedge clk) if (!rst) begin
-{chr(10).join(log)}
-  end
-  always @(posedge clk) if (done) $fflush({m}_log);"""
+  {prefix}_axi_top #(.DATA_WIDTH({w}), .ID_WIDTH({ID_BITS})) {m}_slave ({slave});"""
         )
     return f"""// generated by memsim.rtl.axi_check; do not edit
-module {TB} (input wire clk, input wire rst, output wire done);
-  reg [31:0] cycle;  // memory cycles since reset, as the command log counts them
-  always @(posedge clk) cycle <= rst ? 0 : cycle + 1;
+module {TB} ({", ".join(ports)});
   assign done = {" && ".join(dones)};
 {chr(10).join(body)}
 endmodule
@@ -140,8 +141,6 @@ def run_axi_check(config: str | Path, widths: tuple[int, ...] = (32, 64), bursts
                   strict: bool = False, stall: int = 0, max_cycles: int = 5_000_000) -> list[AxiCheck]:  # fmt: skip
     """Build and run the AXI test bench of `config`'s RTL (the masters hold back valids and ready `stall` percent of
     cycles); raise AxiProtocolError on wrong data or protocol, MemsimError when a run does not finish."""
-    import tempfile
-
     spec = load_spec(config, mode=mode, strict=strict)
     p = channel_params(spec)
     for w in widths:
@@ -156,18 +155,19 @@ def run_axi_check(config: str | Path, widths: tuple[int, ...] = (32, 64), bursts
         rtl = generate_rtl(spec, folder / "rtl")
         tb = folder / "rtl" / f"{TB}.v"
         tb.write_text(tb_verilog(p, rtl.prefix, widths))
-        exe = verilate(f"{rtl.prefix}_axi", [*rtl.axi_sources, HDL_DIR / "axi_burst_master.v", tb], TB, MAIN,
-                       build_root or DEFAULT_BUILD_ROOT)  # fmt: skip
+        sources = [*rtl.axi_sources, HDL_DIR / "axi_burst_master.v", tb]
+        exe = verilate(f"{rtl.prefix}_axi", sources, TB, main_cpp(p, widths), build_root or DEFAULT_BUILD_ROOT)
         runs, plans, args = [], [], []
         for w in widths:
             run = MasterRun(f"m{w}", w, bursts, seed=seed, stall=stall)
             traffic = run.traffic()
             traffic[0].barrier = True  # after the image is written
             plan = preload_bursts(initial_image(run.seed, run.base, run.span), run.base, run.data_bytes) + traffic
-            args += [*prepare(run, folder, plan), f"+{run.prefix}_cmdlog={folder / run.prefix / 'commands.log'}"]
+            args += prepare(run, folder, plan)
             runs.append(run)
             plans.append(plan)
-        done = subprocess.run([str(exe), str(max_cycles), *args], capture_output=True, text=True, cwd=folder)
+        logs = [str(folder / run.prefix / "commands.log") for run in runs]
+        done = subprocess.run([str(exe), str(max_cycles), *logs, *args], capture_output=True, text=True, cwd=folder)
         if done.returncode != 0 or "done 1" not in done.stdout:
             raise MemsimError(f"the AXI test bench did not finish in {max_cycles} cycles: "
                               f"{(done.stdout + done.stderr)[-2000:]}")  # fmt: skip

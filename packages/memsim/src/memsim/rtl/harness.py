@@ -136,16 +136,24 @@ def harness_cpp(p: ChannelParams) -> str:
     widths = port_widths(p)
     lines = []
     for c in range(p.spec.channels):
-        for k in (0, 1):
-            s = f"top->ch{c}_cmd{k}_"
-            lines.append(f'      if ({s}valid) fprintf(log, "C %lld {c} %d %d %d %lld %lld\\n", c, (int){s}kind, '
-                         f'(int){s}bank, (int){s}has_addr, (long long){s}row, (long long){s}col);')  # fmt: skip
+        lines += command_log_cpp(c, "top->", "log")
         for kind, name in (("R", "rd"), ("F", "fwd")):
             s = f"top->ch{c}_{name}_"
             lines.append(f'      if ({s}valid) {{ fprintf(log, "{kind} %lld {c} ", c); put_hex(log, {s}addr, '
                          f'{widths[name + "_addr"]}); fputc(\' \', log); put_hex(log, {s}data, {widths[name + "_data"]});'
                          ' fputc(\'\\n\', log); }')  # fmt: skip
     return MAIN.replace("@@LOG@@", "\n".join(lines))
+
+
+def command_log_cpp(channel: int, signals: str, log: str) -> list[str]:
+    """C++ statements logging channel `channel`'s DRAM commands of cycle `c`, one `C cycle channel kind bank
+    has_addr row column` line each (what `verify.parse_log` reads); `signals` prefixes the top's outputs."""
+    out = []
+    for k in (0, 1):
+        s = f"{signals}ch{channel}_cmd{k}_"
+        out.append(f'      if ({s}valid) fprintf({log}, "C %lld {channel} %d %d %d %lld %lld\\n", c, (int){s}kind, '
+                   f'(int){s}bank, (int){s}has_addr, (long long){s}row, (long long){s}col);')  # fmt: skip
+    return out
 
 
 def build_simulator(rtl: GeneratedRtl, params: ChannelParams, build_root: Path) -> Path:
