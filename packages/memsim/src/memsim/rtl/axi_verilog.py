@@ -20,6 +20,7 @@ so a read burst after a write burst sees its data.
 The channels' outputs (`ch<c>_*`: commands, read responses) are passed through, for logging and checking.
 """
 
+from memsim.cosim.testbench_top import AXI_SIGNALS
 from memsim.rtl.channel_params import ChannelParams, bits_for, log2
 from memsim.rtl.system_verilog import address_decode, channel_outputs, port_widths
 
@@ -32,6 +33,23 @@ def _match(p: ChannelParams, ch: str, local: str, hit: str, data: str) -> str:
             out.append(f"if (ch{c}_{kind}_valid && {ch} == {c} && {local} == ch{c}_{kind}_addr) begin "
                        f"{hit} = 1'b1; {data} = ch{c}_{kind}_data; end")  # fmt: skip
     return "\n      ".join(out)
+
+
+class _Param(str):
+    """A width named by a module parameter; `_Param("DATA_WIDTH") // 8` is `DATA_WIDTH/8`."""
+
+    def __floordiv__(self, n: int) -> "_Param":
+        return _Param(f"{self}/{n}")
+
+
+def axi_ports() -> str:
+    """The `s_axi_*` port declarations, from the AXI signal list the test tops use (widths as parameters)."""
+    out = []
+    for sig, by_master, width in AXI_SIGNALS:
+        w = width(_Param("DATA_WIDTH"), _Param("ID_WIDTH"), _Param("ADDR_WIDTH"))
+        rng = f"[{w}-1:0]" if isinstance(w, _Param) else f"[{w - 1}:0]" if w > 1 else ""
+        out.append(f"  {'input ' if by_master else 'output'} wire {rng:<20} s_axi_{sig},")
+    return "\n".join(out)
 
 
 def axi_verilog(p: ChannelParams, prefix: str) -> str:
@@ -50,7 +68,7 @@ def axi_verilog(p: ChannelParams, prefix: str) -> str:
         "CH": ch_expr, "LOCAL": local_expr, "CONNS": conns, "OUTPUTS": outputs,
         "MATCH_E": _match(p, "e_ch[j]", "e_local[j]", "e_hit", "e_hit_data"),
         "MATCH_W": _match(p, "w_ch", "w_local", "w_hit", "w_hit_data"),
-        "NBB": bits_for(256),
+        "NBB": bits_for(256), "AXI_PORTS": axi_ports(),
     }.items():  # fmt: skip
         text = text.replace(f"@@{key}@@", str(value))
     assert "@@" not in text, text[text.index("@@") : text.index("@@") + 40]
@@ -67,35 +85,7 @@ module @@P@@_axi_top #(
 ) (
   input  wire                    clk,
   input  wire                    rst,
-  input  wire [ID_WIDTH-1:0]     s_axi_arid,
-  input  wire [ADDR_WIDTH-1:0]   s_axi_araddr,
-  input  wire [7:0]              s_axi_arlen,
-  input  wire [2:0]              s_axi_arsize,
-  input  wire [1:0]              s_axi_arburst,
-  input  wire                    s_axi_arvalid,
-  output wire                    s_axi_arready,
-  input  wire [ID_WIDTH-1:0]     s_axi_awid,
-  input  wire [ADDR_WIDTH-1:0]   s_axi_awaddr,
-  input  wire [7:0]              s_axi_awlen,
-  input  wire [2:0]              s_axi_awsize,
-  input  wire [1:0]              s_axi_awburst,
-  input  wire                    s_axi_awvalid,
-  output wire                    s_axi_awready,
-  input  wire [DATA_WIDTH-1:0]   s_axi_wdata,
-  input  wire [DATA_WIDTH/8-1:0] s_axi_wstrb,
-  input  wire                    s_axi_wlast,
-  input  wire                    s_axi_wvalid,
-  output wire                    s_axi_wready,
-  output wire [ID_WIDTH-1:0]     s_axi_bid,
-  output wire [1:0]              s_axi_bresp,
-  output wire                    s_axi_bvalid,
-  input  wire                    s_axi_bready,
-  output wire [ID_WIDTH-1:0]     s_axi_rid,
-  output wire [DATA_WIDTH-1:0]   s_axi_rdata,
-  output wire [1:0]              s_axi_rresp,
-  output wire                    s_axi_rlast,
-  output wire                    s_axi_rvalid,
-  input  wire                    s_axi_rready,
+@@AXI_PORTS@@
 @@OUTPUTS@@
 );
   localparam DB = DATA_WIDTH / 8, DBB = $clog2(DB), LINE = @@LINE@@, LBY = LINE / 8, LB = @@LB@@, AB = @@AB@@;
