@@ -5,8 +5,11 @@ and every DRAM command must pass memsim's protocol checker.
 
 The part is the README's small DDR4 (2 ranks of 4 banks, short queues) with two channels, so that responses of
 two channels are collected and one Verilator build (data widths 16, 64 and 512 bits) takes well under a minute.
+`slow`: yosys synthesizes the AXI top (no latches).
 """
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,9 @@ from memsim.cli import app
 from memsim.cosim.simulators import available
 from memsim.errors import MemsimError
 from memsim.rtl.axi_check import run_axi_check
+from memsim.rtl.generate import generate_rtl
+from memsim.rtl.synth import parse_stat
+from memsim.spec import load_spec
 from typer.testing import CliRunner
 
 pytestmark = [
@@ -52,3 +58,19 @@ def test_bad_width_and_bursts_are_refused(small_ini: Path) -> None:
         run_axi_check(small_ini, (1024,))  # wider than the 64-byte line
     with pytest.raises(MemsimError, match="bursts 0"):
         run_axi_check(small_ini, (32,), bursts=0)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys is not installed")
+def test_axi_top_synthesizes_without_latches(small_ini: Path, tmp_path: Path) -> None:
+    """yosys `synth` of the AXI top alone (the memory system a black box): no latch, `check` clean (~1 minute)."""
+    rtl = generate_rtl(load_spec(small_ini), tmp_path)
+    top = f"{rtl.prefix}_axi_top"
+    script = (f"read_verilog -sv -lib {rtl.top}; read_verilog {rtl.axi}; chparam -set DATA_WIDTH 64 {top}; "
+              f"synth -top {top}; check -assert; tee -o {tmp_path / 'stat.txt'} stat")  # fmt: skip
+    done = subprocess.run(["yosys", "-q", "-l", str(tmp_path / "yosys.log"), "-p", script], capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells, types = parse_stat((tmp_path / "stat.txt").read_text())
+    assert cells > 1000 and sum(n for t, n in types.items() if "DFF" in t.upper()) > 2048  # the read window's lines
+    assert not [t for t in types if "LATCH" in t.upper()]

@@ -92,12 +92,12 @@ module @@P@@_axi_top #(
   localparam NW = READ_WINDOW, NWB = $clog2(READ_WINDOW), NBB = @@NBB@@, LNB = ADDR_WIDTH - LB;
   localparam [2:0] IDLE = 3'd0, READ = 3'd1, WBEAT = 3'd2, FLUSH = 3'd3, WRMW = 3'd4, WWAIT = 3'd5, WPUT = 3'd6,
                    BRESP = 3'd7;
-  // synthesis translate_off
+`ifndef SYNTHESIS
   initial if (DB < 1 || (1 << DBB) != DB || DATA_WIDTH > LINE || NW < 2 || (1 << NWB) != NW) begin
     $display("@@P@@_axi_top: DATA_WIDTH must be a power of two of 8..%0d bits, READ_WINDOW a power of two >= 2", LINE);
     $finish;
   end
-  // synthesis translate_on
+`endif
 
   // the address of a burst's next beat (AXI4 A3.4.1): FIXED repeats, WRAP wraps at len * size, INCR counts up
   function [ADDR_WIDTH-1:0] next_addr;
