@@ -15,6 +15,7 @@ A burst becomes memory-line requests on `<prefix>_top`'s port, every address lin
   buffer; when the burst moves to another line or ends, a fully written line is written, a partly written one
   is read first (read-modify-write through the memory: the read returns the line's current data, forwarded
   when a write of it is still pending) and written merged. B follows the last line's write being accepted.
+  The burst length, not WLAST, ends a write burst (WLAST is not checked); responses are always OKAY.
 The channel orders a read after every write it accepted before it (forwarding, or the store's issue order),
 so a read burst after a write burst sees its data.
 The channels' outputs (`ch<c>_*`: commands, read responses) are passed through, for logging and checking.
