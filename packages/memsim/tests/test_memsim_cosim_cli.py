@@ -16,6 +16,9 @@ ZAYA = [sys.executable, "-m", "zaya_cli.app", "memsim", "cosim"]
         (["axi-check", "--data-bits", "48"], "--data-bits 48: choose 32, 64, 128, 256 or 512"),
         (["axi-check", "--ratio", "0"], "design:memory clock ratio = '0' must be positive"),
         (["simdram", "ddr9_nonexistent"], "ddr9_nonexistent"),
+        (["axi-check", "--memory", "foo"], "--memory foo: choose memsim or rtl"),
+        (["axi-check", "--memory", "rtl", "--data-bits", "24"], "data width 24: choose a power of two"),
+        (["axi-check", "--memory", "rtl", "--ratio", "3/2"], "--ratio 3/2: the generated RTL runs at the memory clock"),
     ],
 )  # fmt: skip
 def test_bad_input_is_named(tmp_path: Path, args: list[str], message: str) -> None:

@@ -66,10 +66,11 @@ def decode_runs(text: str) -> tuple[Path, list[MasterRun]]:
     return Path(data["folder"]), [MasterRun(**r) for r in data["runs"]]
 
 
-def prepare(run: MasterRun, folder: Path) -> list[str]:
-    """Write the master's files under `folder/<prefix>`; return its plusargs."""
+def prepare(run: MasterRun, folder: Path, traffic: list[TrafficBurst] | None = None) -> list[str]:
+    """Write the master's files under `folder/<prefix>` (its `traffic`, by default `run.traffic()`); return its
+    plusargs."""
     where = folder / run.prefix
-    args = write_master_files(run.traffic(), run.data_bytes, where)
+    args = write_master_files(run.traffic() if traffic is None else traffic, run.data_bytes, where)
     args = [f"+{run.prefix}_{a[1:]}" for a in args]
     return [*args, f"+{run.prefix}_log={where / 'master.log'}", f"+{run.prefix}_stall={run.stall}",
             f"+{run.prefix}_gap={run.stall}"]  # fmt: skip

@@ -1,7 +1,8 @@
 """`zaya memsim cosim ...`: memsim in RTL flows.
 
 - `simdram CONFIG -o DIR`: the SimDRAM drop-in for a Chipyard Verilator harness (library + config file).
-- `axi-check`: memsim's AXI4 port (cocotb) serving random bursts of the packaged Verilog master, checked.
+- `axi-check`: memsim's AXI4 port (cocotb) serving random bursts of the packaged Verilog master, checked;
+  `--memory rtl`: the same bursts on memsim's generated RTL behind its AXI4 top (`memsim.rtl.axi_check`).
 - `simdram-check`: the SimDRAM test bench (Verilator, DPI) running the self-checking DMA on memsim.
 
 Light at import: cocotb, numpy and the builds load inside the commands.
@@ -59,8 +60,14 @@ def axi_check(
     stall: int = typer.Option(20, help="Percent of cycles each side holds back a valid or ready"),
     seed: int = typer.Option(1, help="Seed of the traffic"),
     out: Path = typer.Option(Path("memsim_axi_check"), "--out", "-o", help="Build and run folder"),
+    memory: str = typer.Option("memsim", help="memsim (Python engine, cocotb port) or rtl (generated RTL, Verilator)"),
 ) -> None:
     """Serve random AXI4 bursts of the packaged Verilog master with memsim; check data and protocol."""
+    if memory not in ("memsim", "rtl"):
+        fail(ValueError(f"--memory {memory}: choose memsim or rtl"))
+    if memory == "rtl":
+        _axi_check_rtl(config, data_bits, bursts, stall, seed, ratio, out)
+        return
     from memsim.cosim.axi_runs import MasterRun, simulate
     from memsim.cosim.simulators import build_once
     from memsim.cosim.testbench_top import write_axi_test_top
@@ -80,6 +87,26 @@ def axi_check(
     table.add_row(simulator, str(bursts), f"{summary.last_cycle:,}", f"{record['wall_s']:.1f}",
                   f"{summary.last_cycle / record['wall_s']:,.0f}", "data and protocol OK")  # fmt: skip
     Console().print(table)
+
+
+def _axi_check_rtl(config: str, data_bits: int, bursts: int, stall: int, seed: int, ratio: str, out: Path) -> None:
+    from memsim.rtl.axi_check import run_axi_check
+
+    if ratio != "1":
+        fail(ValueError(f"--ratio {ratio}: the generated RTL runs at the memory clock; --memory rtl takes ratio 1"))
+    out = out.resolve()
+    with _status(f"building {config}'s RTL with its AXI4 top (Verilator, cached) and simulating {bursts} bursts"):
+        (result,) = run_axi_check(config, (data_bits,), bursts, seed, folder=out / "rtl", build_root=out / "build",
+                                  stall=stall)  # fmt: skip
+    table = Table("memory", "data bits", "bursts (with the image)", "cycles", "DRAM commands", "result")
+    verdict = "data and protocol OK" if not result.violations else f"{len(result.violations)} DRAM protocol violations"
+    table.add_row("rtl", str(data_bits), str(result.bursts), f"{result.summary.last_cycle:,}", f"{result.commands:,}",
+                  verdict)  # fmt: skip
+    Console().print(table)
+    for line in result.violations[:20]:
+        Console().print(f"protocol: {line}", highlight=False)
+    if result.violations:
+        raise typer.Exit(code=1)
 
 
 @app.command("simdram-check")

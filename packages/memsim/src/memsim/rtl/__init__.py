@@ -2,7 +2,8 @@
 
 `generate_rtl(spec, dir)` writes the controller (queues, per-bank state and timing counters from the timing
 table, FR-FCFS with DRAMSim3's rules, refresh, write-data slots and a data-store port), a behavioural store
-and a top; `memsim.rtl.verify.verify` runs it under Verilator against memsim's Python engine;
+a top and an AXI4 slave in front of the top (`memsim.rtl.axi_verilog`, checked under Verilator by
+`memsim.rtl.axi_check`); `memsim.rtl.verify.verify` runs it under Verilator against memsim's Python engine;
 `memsim.rtl.synth.synthesize` runs yosys on it. Light at import: the parts load when first used.
 """
 

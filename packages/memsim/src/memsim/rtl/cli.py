@@ -1,6 +1,6 @@
 """`zaya memsim rtl ...`: the memory system as generated RTL.
 
-- `rtl CONFIG -o DIR`: write the Verilog (channel, simulation store, top, params.json).
+- `rtl CONFIG -o DIR`: write the Verilog (channel, simulation store, top, AXI4 top, params.json).
 - `rtl verify CONFIG TRACE --cycles N`: run it under Verilator and compare with memsim's Python engine; exit 0
   only when the command streams and the reads are identical and the protocol checker finds nothing.
 - `rtl synth CONFIG`: yosys `synth` of the channel; flip-flops and cells.
@@ -53,7 +53,7 @@ def rtl(
             spec = load_spec(args[0], mode=mode, strict=strict)
         rtl_files = generate_rtl(spec, out)
         Console().print(
-            f"wrote {escape(str(out))}: {', '.join(p.name for p in [*rtl_files.sim_sources, rtl_files.params])}"
+            f"wrote {escape(str(out))}: {', '.join(p.name for p in [*rtl_files.axi_sources, rtl_files.params])}"
         )
 
 

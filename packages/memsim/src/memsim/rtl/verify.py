@@ -22,6 +22,7 @@ from memsim.memory_system import MemorySystem
 from memsim.rtl.channel_params import ChannelParams, channel_params
 from memsim.rtl.generate import generate_rtl
 from memsim.rtl.harness import build_simulator
+from memsim.spec import DramSpec
 from memsim.trace import Trace, TraceFrontend
 
 DEFAULT_BUILD_ROOT = Path(tempfile.gettempdir()) / "memsim-rtl-builds"
@@ -86,7 +87,8 @@ def _request_list(frontend: TraceFrontend, data: np.ndarray, path: Path) -> None
     path.write_text("\n".join(lines) + "\n")
 
 
-def _parse_log(p: ChannelParams, log: Path):
+def parse_log(p: ChannelParams, log: Path):
+    """The test bench log's commands (as `Command`s), read responses and accepted requests."""
     spec = p.spec
     bpr_bits = p.banks_per_rank.bit_length() - 1
     commands, responses, accepts = [], [], []
@@ -159,7 +161,7 @@ def verify(config: str | Path, trace: Trace, cycles: int, mode: str | None = Non
         if done.returncode != 0:
             raise MemsimError(f"the RTL simulation failed: {(done.stdout + done.stderr)[-2000:]}")
         wall = float(done.stdout.split()[5])  # "cycles N accepted N wall_s S cpu_s S"
-        got_cmds, responses, accepts = _parse_log(p, tmp / "rtl.log")
+        got_cmds, responses, accepts = parse_log(p, tmp / "rtl.log")
     result = Verification(len(expected_cmds), 0, 0, cycles, rtl_wall_s=wall)
     for i, (want, got) in enumerate(zip(expected_cmds, got_cmds, strict=False)):
         if want != got:
@@ -183,14 +185,15 @@ def verify(config: str | Path, trace: Trace, cycles: int, mode: str | None = Non
     extra = set(rtl_reads) - {t.tag for t in frontend.accepted}
     if extra:
         result.mismatches.append(f"the RTL completed {len(extra)} reads memsim never accepted (e.g. {min(extra)})")
-    checked = [(c[0], c[1], c[2], c[3], _flat(system, c), c[6], c[7], False) for c in got_cmds]
-    result.violations = [str(v) for v in check_commands(system.spec, checked, cycles)]
+    result.violations = protocol_violations(system.spec, got_cmds, cycles)
     return result
 
 
-def _flat(system: MemorySystem, c: Command) -> int:
-    spec = system.spec
-    return (c[3] * spec.bankgroups + c[4]) * spec.banks_per_group + c[5]
+def protocol_violations(spec: DramSpec, commands: list[Command], cycles: int) -> list[str]:
+    """`memsim.checker`'s findings on an RTL command stream (as `parse_log` returns it) of `cycles` cycles."""
+    flat = [(c[0], c[1], c[2], c[3], (c[3] * spec.bankgroups + c[4]) * spec.banks_per_group + c[5], c[6], c[7], False)
+            for c in commands]  # fmt: skip
+    return [str(v) for v in check_commands(spec, flat, cycles)]
 
 
 def _show(c: Command | None) -> str:
