@@ -33,6 +33,23 @@ def _lat_function(p: ChannelParams, f: int) -> str:
     return "\n".join(lines)
 
 
+# Registers with a next-state twin `<name>_n` (computed combinationally, copied at the clock edge): one list,
+# so the two declarations cannot disagree. (width, name, unpacked dimensions)
+STEPPED = (
+    ("", "bank_open", "[0:NB-1]"), ("[ROWB-1:0]", "bank_row", "[0:NB-1]"), ("[2:0]", "bank_hits", "[0:NB-1]"),
+    ("[LA-1:0]", "rq_addr", "[0:RQ-1]"), ("[RQB-1:0]", "rq_len", ""),
+    ("[LA-1:0]", "wb_addr", "[0:WQ-1]"), ("[SB-1:0]", "wb_slot", "[0:WQ-1]"), ("[WQB-1:0]", "wb_len", ""),
+    ("", "cq_write", "[0:NB*K-1]"), ("[ROWB-1:0]", "cq_row", "[0:NB*K-1]"), ("[COLB-1:0]", "cq_col", "[0:NB*K-1]"),
+    ("[SB-1:0]", "cq_slot", "[0:NB*K-1]"), ("[OFFB-1:0]", "cq_off", "[0:NB*K-1]"), ("[KB-1:0]", "cq_len", "[0:NB-1]"),
+    ("[NBB-1:0]", "queue_idx", ""), ("[IVB-1:0]", "ref_timer", ""), ("[PERB-1:0]", "ref_k", ""),
+    ("[15:0]", "ref_pending", ""), ("[WQB-1:0]", "write_draining", ""),
+)  # fmt: skip
+
+
+def _stepped_declarations(suffix: str) -> str:
+    return "\n".join(f"  reg {width:<11} {name}{suffix}{' ' + dims if dims else ''};" for width, name, dims in STEPPED)
+
+
 def channel_verilog(p: ChannelParams, prefix: str) -> str:
     """The `<prefix>_channel` module for the part `p` describes."""
     spec = p.spec
@@ -115,6 +132,7 @@ def channel_verilog(p: ChannelParams, prefix: str) -> str:
             f"        win{i}_len[r] <= win{i}_len_n[r];\n        for (j = 0; j < {c}; j = j + 1) "
             f"win{i}_rem[r*{c}+j] <= win{i}_rem_n[r*{c}+j];" for i, (c, _) in enumerate(p.windows)),
         "CNTCOPY": "\n".join(f"        wait_{NAMES[f]}[b] <= wait_{NAMES[f]}_n[b];" for f in p.following),
+        "STEPPED": _stepped_declarations(""), "STEPPED_N": _stepped_declarations("_n"),
         "RD": NAMES[f_rd], "WR": NAMES[f_wr], "ACT": NAMES[f_act], "PRE": NAMES[f_pre], "REF": NAMES[f_ref],
     }.items():  # fmt: skip
         body = body.replace(f"@@{key}@@", text)
@@ -184,28 +202,10 @@ module @@P@@_channel (
   endfunction
 @@LATFUNCS@@
 
-  // ---- state
-  reg             bank_open [0:NB-1];
-  reg [ROWB-1:0]  bank_row  [0:NB-1];
-  reg [2:0]       bank_hits [0:NB-1];
+  // ---- state (each register of STEPPED here, its next value `<name>_n` below; the counters' and windows' too)
+@@STEPPED@@
 @@COUNTERDECL@@
 @@WINDECL@@
-  reg [LA-1:0]    rq_addr [0:RQ-1];
-  reg [RQB-1:0]   rq_len;
-  reg [LA-1:0]    wb_addr [0:WQ-1];
-  reg [SB-1:0]    wb_slot [0:WQ-1];
-  reg [WQB-1:0]   wb_len;
-  reg             cq_write [0:NB*K-1];
-  reg [ROWB-1:0]  cq_row   [0:NB*K-1];
-  reg [COLB-1:0]  cq_col   [0:NB*K-1];
-  reg [SB-1:0]    cq_slot  [0:NB*K-1];
-  reg [OFFB-1:0]  cq_off   [0:NB*K-1];
-  reg [KB-1:0]    cq_len   [0:NB-1];
-  reg [NBB-1:0]   queue_idx;
-  reg [IVB-1:0]   ref_timer;
-  reg [PERB-1:0]  ref_k;
-  reg [15:0]      ref_pending;
-  reg [WQB-1:0]   write_draining;
   reg             slot_used [0:NS-1];
   reg [DW-1:0]    slot_ram  [0:NS-1];
   // store pipeline: column commands on their way to the data store (L = read_delay - 1 stages)
@@ -218,25 +218,7 @@ module @@P@@_channel (
   reg [DW-1:0]    fwd1_data;
 
   // ---- next state
-  reg             bank_open_n [0:NB-1];
-  reg [ROWB-1:0]  bank_row_n  [0:NB-1];
-  reg [2:0]       bank_hits_n [0:NB-1];
-  reg [LA-1:0]    rq_addr_n [0:RQ-1];
-  reg [RQB-1:0]   rq_len_n;
-  reg [LA-1:0]    wb_addr_n [0:WQ-1];
-  reg [SB-1:0]    wb_slot_n [0:WQ-1];
-  reg [WQB-1:0]   wb_len_n;
-  reg             cq_write_n [0:NB*K-1];
-  reg [ROWB-1:0]  cq_row_n   [0:NB*K-1];
-  reg [COLB-1:0]  cq_col_n   [0:NB*K-1];
-  reg [SB-1:0]    cq_slot_n  [0:NB*K-1];
-  reg [OFFB-1:0]  cq_off_n   [0:NB*K-1];
-  reg [KB-1:0]    cq_len_n   [0:NB-1];
-  reg [NBB-1:0]   queue_idx_n;
-  reg [IVB-1:0]   ref_timer_n;
-  reg [PERB-1:0]  ref_k_n;
-  reg [15:0]      ref_pending_n;
-  reg [WQB-1:0]   write_draining_n;
+@@STEPPED_N@@
   reg             slot_free_en, slot_alloc_en, slot_write_en;
   reg [SB-1:0]    slot_free, slot_alloc, slot_write;
 
