@@ -7,7 +7,9 @@ value, `--seeds` images each (seed i for image i, as the evaluation does), read 
 
     python packages/manta/benchmarks/lora_quality.py --out OUT            # about 4 minutes on one CPU thread
 
-Writes `lora_quality.json` (command, date, per case and weight: mean quality and alignment).
+Writes `lora_quality.json` (command, date, per case and weight: mean quality and alignment and their
+standard deviation over the seeds, and that deviation pooled over the cases: the judge's noise from the seed
+alone).
 """
 
 from __future__ import annotations
@@ -59,13 +61,16 @@ def measure(seeds: int, weights: list[float]) -> list[dict]:
     for prompt, adapters, w in tqdm(runs, desc="renders", unit="case"):
         chosen = [] if w is None else [(catalog[a], "x", w, 0.5) for a in adapters]
         images = judge.images([plan_from_entries(prompt, catalog["tiny-flat"], chosen, (), limits)] * seeds)
+        quality, alignment = scorer.quality(images), scorer.alignment(images, prompt)
         rows.append(
             {
                 "prompt": prompt,
                 "adapters": list(adapters) if w is not None else [],
                 "weight": w,
-                "quality": float(scorer.quality(images).mean()),
-                "alignment": float(scorer.alignment(images, prompt).mean()),
+                "quality": float(quality.mean()),
+                "alignment": float(alignment.mean()),
+                "quality_seed_std": float(quality.std(ddof=1)),  # the same plan, only the seed changing
+                "alignment_seed_std": float(alignment.std(ddof=1)),
             }
         )
     return rows
@@ -86,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             "alignment": float(np.mean([r["alignment"] for r in picked])),
         }
     bare = [r["quality"] for r in rows if r["weight"] is None]
+    pooled = {k: float(np.sqrt(np.mean([r[f"{k}_seed_std"] ** 2 for r in rows]))) for k in ("quality", "alignment")}
     result = {
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -94,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": args.seeds,
         "mean": summary,
         "bare_quality_range": [min(bare), max(bare)],
+        "seed_std": pooled,  # per image, pooled over every case: the judge's noise from the seed alone
         "rows": rows,
     }
     args.out.mkdir(parents=True, exist_ok=True)
@@ -102,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     write_text_atomic(args.out / "lora_quality.json", json.dumps(result, indent=1))
     for key, v in summary.items():
         print(f"adapters {key:>4}: quality {v['quality']:.3f}, alignment {v['alignment']:.3f}")
+    print(f"seed-to-seed std per image: quality {pooled['quality']:.3f}, alignment {pooled['alignment']:.3f}")
     return 0
 
 

@@ -3,6 +3,10 @@
 Per batch: alignment is the mean of the scorer's per-image alignment with the prompt, diversity the mean
 pairwise cosine distance of the scorer's image embeddings, quality the mean of its quality score. Each
 criterion is compared with a margin (ties within it), scoring 2 / 0 or 1 / 1 like the other judges.
+`calibrate` widens the alignment and quality margins to the scorer's own noise: the same plan rendered with
+other seeds scatters (the tiny world's quality head by 0.33 per image, `benchmarks/lora_quality.py`), and a
+difference of two batch means within one standard deviation of that scatter, sigma x sqrt(2 / batch), is a
+tie, not a win.
 Renders are cached by plan and seed, so manta's images are made once however many opponents it meets.
 """
 
@@ -20,6 +24,8 @@ from manta.evaluation.judges import CRITERIA, Verdict, compare
 from manta.plan import CompositionPlan
 
 MARGINS = {"diversity": 0.02, "alignment": 0.03, "quality": 0.03}
+NOISE_SEED = 1000  # seeds of the calibration renders start here, apart from a batch's seeds 0, 1, ...
+CALIBRATED = ("alignment", "quality")  # per-image scores, whose seed noise a batch mean averages
 
 
 def render_key(plan: CompositionPlan, seed: int) -> tuple:
@@ -40,6 +46,7 @@ class ImageJudge:
     scorer: ImageScorer
     render: Callable[[CompositionPlan, int], Any]
     margins: dict[str, float] = field(default_factory=lambda: dict(MARGINS))
+    seed_noise: dict[str, float] = field(default_factory=dict)  # per-image std from the seed alone (calibrate)
     _images: dict[tuple, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -55,6 +62,26 @@ class ImageJudge:
                 self._images[key] = self.render(plan, seed)
             out.append(self._images[key])
         return out
+
+    def calibrate(self, cases: list[tuple[str, CompositionPlan]], seeds: int, batch: int) -> dict[str, float]:
+        """Render each (prompt, plan) with `seeds` seeds, pool the per-image standard deviation of alignment and
+        quality over the cases, and widen those margins to sigma x sqrt(2 / batch); returns the margins."""
+        if seeds < 2 or not cases:
+            raise ValueError(f"calibration needs 2 or more seeds and a case, got {seeds} seeds, {len(cases)} cases")
+        variances: dict[str, list[float]] = {c: [] for c in CALIBRATED}
+        for prompt, plan in cases:
+            images = []
+            for s in range(seeds):
+                key = render_key(plan, NOISE_SEED + s)
+                if key not in self._images:
+                    self._images[key] = self.render(plan, NOISE_SEED + s)
+                images.append(self._images[key])
+            variances["alignment"].append(float(np.var(self.scorer.alignment(images, prompt), ddof=1)))
+            variances["quality"].append(float(np.var(self.scorer.quality(images), ddof=1)))
+        self.seed_noise = {c: float(np.sqrt(np.mean(v))) for c, v in variances.items()}
+        for c in CALIBRATED:
+            self.margins[c] = max(MARGINS[c], self.seed_noise[c] * float(np.sqrt(2.0 / batch)))
+        return dict(self.margins)
 
     def measure(self, prompt: str, plans: list[CompositionPlan]) -> dict[str, float]:
         """Alignment, diversity and quality of one batch's images."""

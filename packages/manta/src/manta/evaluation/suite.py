@@ -25,6 +25,7 @@ from manta.limits import ResolvedLimits
 
 SMOKE_JUDGE = "plan-metrics (smoke check: scores the plan metrics the composer optimises, no images)"
 CONTROL_LIMIT = 0.30  # a control that wins this share of alignment or quality comparisons discredits the judge
+CALIBRATION_PROMPTS, CALIBRATION_SEEDS = 6, 4  # an image judge's seed noise: manta's first plan of 6 prompts x 4
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Evaluation:
     coverage: float = 0.0
     adapters_per_image: float = 0.0
     prompt_source: str = ""
+    margins: dict[str, float] = field(default_factory=dict)  # a comparison within its criterion's margin is a tie
+    seed_noise: dict[str, float] = field(default_factory=dict)  # an image judge's per-image noise from the seed
 
     def control_win_rate(self, name: str, criterion: str) -> float:
         """How often control `name` beat manta on `criterion` (its losses column, over prompts)."""
@@ -68,6 +71,8 @@ class Evaluation:
             "prompts": len(self.prompts),
             "prompt_source": self.prompt_source,
             "batch": self.batch,
+            "margins": {c: round(m, 4) for c, m in self.margins.items()},
+            "seed_noise": {c: round(v, 4) for c, v in self.seed_noise.items()},
             "opponents": rates(self.opponents),
             "controls": rates(self.controls),
             "control_violations": self.control_violations(),
@@ -107,6 +112,14 @@ def evaluate(
 ) -> Evaluation:
     """Win rates of the composer against each opponent and control, and its coverage, on `prompts`."""
     result = Evaluation(judge_name, limits.name, list(prompts), batch, prompt_source=prompt_source)
+    if hasattr(judge, "calibrate"):  # a judge of rendered images: its ties are set by its own seed noise
+        cases = [(p, composer.compose(p, limits, batch=1, seed=seed + i)[0]) for i, p in enumerate(prompts)]
+        judge.calibrate(cases[:CALIBRATION_PROMPTS], CALIBRATION_SEEDS, batch)
+        result.seed_noise = dict(judge.seed_noise)
+    if hasattr(judge, "margins"):
+        result.margins = dict(judge.margins)
+    elif hasattr(judge, "margin"):
+        result.margins = {c: judge.margin for c in CRITERIA}
     for group, systems in (("opponents", opponents), ("controls", controls)):
         for name, system in systems.items():
             report = win_rates(
