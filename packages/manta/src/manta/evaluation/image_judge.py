@@ -55,13 +55,14 @@ class ImageJudge:
 
     def images(self, plans: list[CompositionPlan]) -> list[Any]:
         """Image i of a batch is rendered with seed i, the same for every system."""
-        out = []
-        for seed, plan in enumerate(plans):
-            key = render_key(plan, seed)
-            if key not in self._images:
-                self._images[key] = self.render(plan, seed)
-            out.append(self._images[key])
-        return out
+        return [self._image(plan, seed) for seed, plan in enumerate(plans)]
+
+    def _image(self, plan: CompositionPlan, seed: int) -> Any:
+        """The render of `plan` with `seed`, made once."""
+        key = render_key(plan, seed)
+        if key not in self._images:
+            self._images[key] = self.render(plan, seed)
+        return self._images[key]
 
     def calibrate(self, cases: list[tuple[str, CompositionPlan]], seeds: int, batch: int) -> dict[str, float]:
         """Render each (prompt, plan) with `seeds` seeds, pool the per-image standard deviation of alignment and
@@ -70,12 +71,7 @@ class ImageJudge:
             raise ValueError(f"calibration needs 2 or more seeds and a case, got {seeds} seeds, {len(cases)} cases")
         variances: dict[str, list[float]] = {c: [] for c in CALIBRATED}
         for prompt, plan in cases:
-            images = []
-            for s in range(seeds):
-                key = render_key(plan, NOISE_SEED + s)
-                if key not in self._images:
-                    self._images[key] = self.render(plan, NOISE_SEED + s)
-                images.append(self._images[key])
+            images = [self._image(plan, NOISE_SEED + s) for s in range(seeds)]
             variances["alignment"].append(float(np.var(self.scorer.alignment(images, prompt), ddof=1)))
             variances["quality"].append(float(np.var(self.scorer.quality(images), ddof=1)))
         self.seed_noise = {c: float(np.sqrt(np.mean(v))) for c, v in variances.items()}

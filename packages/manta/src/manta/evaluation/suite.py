@@ -113,8 +113,9 @@ def evaluate(
     """Win rates of the composer against each opponent and control, and its coverage, on `prompts`."""
     result = Evaluation(judge_name, limits.name, list(prompts), batch, prompt_source=prompt_source)
     if hasattr(judge, "calibrate"):  # a judge of rendered images: its ties are set by its own seed noise
-        cases = [(p, composer.compose(p, limits, batch=1, seed=seed + i)[0]) for i, p in enumerate(prompts)]
-        judge.calibrate(cases[:CALIBRATION_PROMPTS], CALIBRATION_SEEDS, batch)
+        firsts = list(prompts)[:CALIBRATION_PROMPTS]
+        cases = [(p, composer.compose(p, limits, batch=1, seed=seed + i)[0]) for i, p in enumerate(firsts)]
+        judge.calibrate(cases, CALIBRATION_SEEDS, batch)
         result.seed_noise = dict(judge.seed_noise)
     if hasattr(judge, "margins"):
         result.margins = dict(judge.margins)
