@@ -246,6 +246,46 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def fit_and_write(rows: list[dict], out: Path, meta: dict) -> dict[str, float]:
+    """Fit the cost model to `rows`, write `costs.json` (meta, model, every prediction's error) and `costs.png`;
+    returns each architecture's worst relative error."""
+    from manta.cost_model import check, fit_costs, to_dict
+    from zaya_config.atomic import write_text_atomic
+
+    models = fit_costs(rows)
+    checked = check(models, rows)
+    worst = {
+        a: max(max(r["peak_bytes_error"], r["seconds_per_image_error"]) for r in checked if r["arch"] == a)
+        for a in models
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    result = {**meta, "model": to_dict(models), "worst_relative_error": worst, "measurements": checked}
+    write_text_atomic(out / "costs.json", json.dumps(result, indent=1))
+    plot(checked, out / "costs.png")
+    for arch, err in worst.items():
+        print(f"cost model {arch}: worst relative error {err:.1%} ({'within' if err <= 0.2 else 'OVER'} 20%)")
+    return worst
+
+
+def refit(sources: list[str], out: Path) -> None:
+    """`--from-runs ARCH=COSTS_JSON ...`: one architecture's rows from each recorded run, fitted together.
+    Each run's own metadata (command, device, clock, steps, date, torch) is kept per architecture."""
+    rows, meta = [], {"command": " ".join(["python", *sys.argv]), "smoke": False, "runs": {}}
+    for source in sources:
+        arch, sep, path = source.partition("=")
+        if not sep or not path:
+            raise SystemExit(f"--from-runs {source!r}: write ARCH=PATH, e.g. sd15=results/costs-h200/runs/a.json")
+        recorded = json.loads(Path(path).read_text())
+        mine = [r for r in recorded["measurements"] if r["arch"] == arch]
+        if not mine:
+            raise SystemExit(f"--from-runs {source!r}: {path} has no {arch} measurements")
+        rows += [{k: r[k] for k in ("arch", "ranks", "peak_bytes", "seconds_per_image")} for r in mine]
+        meta["runs"][arch] = {"file": path, **{k: recorded[k] for k in ("command", "date", "torch")}}
+        for key in ("devices", "clock", "steps"):
+            meta.setdefault(key, {})[arch] = recorded[key][arch]
+    fit_and_write(rows, out, meta)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -254,10 +294,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--arch", nargs="*", default=["sd15", "sdxl", "tiny-world"])
+    parser.add_argument("--from-runs", nargs="+", metavar="ARCH=COSTS_JSON",
+                        help="measure nothing: fit each ARCH's rows of a recorded costs.json")  # fmt: skip
     args = parser.parse_args()
+    if args.from_runs:
+        return refit(args.from_runs, args.out)
 
     import torch
-    from manta.cost_model import check, fit_costs, to_dict
     from zaya_config.atomic import write_text_atomic
 
     ranks, counts = ([4, 16, 64, 128], [1, 2, 3]) if not args.smoke else ([4, 32], [1, 3])
@@ -276,14 +319,7 @@ def main() -> None:
         rows += measure(name, arch, ranks, counts, steps_of[name], device_of[name], args.repeats)
         args.out.mkdir(parents=True, exist_ok=True)  # a run cut short keeps the architectures it finished
         write_text_atomic(args.out / "measurements.json", json.dumps(rows, indent=1))
-    models = fit_costs(rows)
-    checked = check(models, rows)
-    worst = {
-        a: max(max(r["peak_bytes_error"], r["seconds_per_image_error"]) for r in checked if r["arch"] == a)
-        for a in models
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    result = {
+    meta = {
         "command": " ".join(["python", *sys.argv]),
         "smoke": args.smoke,
         "devices": {a: device_name(d) for a, d in device_of.items()},
@@ -294,14 +330,8 @@ def main() -> None:
         "steps": steps_of,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "torch": torch.__version__,
-        "model": to_dict(models),
-        "worst_relative_error": worst,
-        "measurements": checked,
     }
-    write_text_atomic(args.out / "costs.json", json.dumps(result, indent=1))
-    plot(checked, args.out / "costs.png")
-    for arch, err in worst.items():
-        print(f"cost model {arch}: worst relative error {err:.1%} ({'within' if err <= 0.2 else 'OVER'} 20%)")
+    fit_and_write(rows, args.out, meta)
 
 
 if __name__ == "__main__":

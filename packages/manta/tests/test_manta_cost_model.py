@@ -66,3 +66,28 @@ def test_bench_costs_smoke_measures_and_fits(tmp_path):
         mine = sorted((sum(r["ranks"]), r["peak_bytes"]) for r in rows if r["arch"] == arch)
         assert mine[0][1] < mine[-1][1]
     assert (tmp_path / "costs.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_recorded_h200_model_is_the_refit_of_its_recorded_runs(tmp_path):
+    """BENCHMARKS.md's refit command, as written there, reproduces `results/costs-h200/costs.json`."""
+    runs = BENCH.parent / "results" / "costs-h200" / "runs"
+    result = subprocess.run(
+        [sys.executable, str(BENCH), "--out", str(tmp_path), "--from-runs",
+         f"sd15={runs / '2026-12-04T1802-sd15-repeats5.json'}", f"sdxl={runs / '2026-12-04T1747-sd15-sdxl-repeats3.json'}"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    refit = json.loads((tmp_path / "costs.json").read_text())
+    recorded = json.loads((BENCH.parent / "results" / "costs-h200" / "costs.json").read_text())
+    assert refit["model"].keys() == recorded["model"].keys()
+    for arch in ("sd15", "sdxl"):
+        for target, coefs in recorded["model"][arch].items():
+            assert refit["model"][arch][target] == pytest.approx(coefs, rel=1e-9)
+        assert refit["runs"][arch]["date"] == recorded["runs"][arch]["date"]
+    assert (tmp_path / "costs.png").stat().st_size > 0
+
+
+def test_refit_names_a_malformed_source(tmp_path):
+    result = subprocess.run([sys.executable, str(BENCH), "--out", str(tmp_path), "--from-runs", "sd15"],
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode != 0 and "write ARCH=PATH" in result.stderr

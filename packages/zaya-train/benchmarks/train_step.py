@@ -211,17 +211,31 @@ def write_results(out: Path, meta: dict, rows: list[dict]) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    for optimizer, style in (("adamw", "o-"), ("muon", "s-")):
-        ok = [r for r in rows if r["optimizer"] == optimizer and "error" not in r]
-        if ok:
-            ax.plot([r["micro_batch"] for r in ok], [100 * r["mfu"] for r in ok], style, label=f"Trainer, {optimizer}")
+    lines = dict(zip(sorted({r["global_batch"] for r in rows}), ["-", "--", ":", "-."] * 4, strict=False))
+    for optimizer, marker in (("adamw", "o"), ("muon", "s")):
+        for global_batch, line in lines.items():
+            ok = sorted(
+                (
+                    r
+                    for r in rows
+                    if r["optimizer"] == optimizer and r["global_batch"] == global_batch and "error" not in r
+                ),
+                key=lambda r: r["micro_batch"],
+            )
+            if ok:
+                ax.plot([r["micro_batch"] for r in ok], [100 * r["mfu"] for r in ok], marker + line,
+                        label=f"Trainer, {optimizer}, global batch {global_batch}")  # fmt: skip
     timed = {r["micro_batch"]: r for r in rows if r.get("model_fwd_bwd_tokens_per_s") and r.get("mfu")}
     if timed:  # the model alone, once per micro-batch (the last row that timed it); a marker shows a lone point
         ok = [timed[mb] for mb in sorted(timed)]
         ax.plot([r["micro_batch"] for r in ok],
                 [100 * r["mfu"] / r["tokens_per_s"] * r["model_fwd_bwd_tokens_per_s"] for r in ok], "k*--",
                 label="model alone, compiled fwd+bwd")  # fmt: skip
-    ax.set_xlabel("micro-batch (sequences); global batch " + str(meta["global_batch"]))
+    for target, name in ((45, "AdamW"), (42, "Muon")):  # issue 16's targets at a global batch >= 64 x 4096
+        ax.axhline(target, color="grey", lw=0.8, ls=":")
+        ax.annotate(f"{name} target {target}%", (0.01, target), xycoords=("axes fraction", "data"), fontsize=7,
+                    color="grey", va="bottom")  # fmt: skip
+    ax.set_xlabel("micro-batch (sequences)")
     ax.set_ylabel("MFU (%)")
     ax.set_xscale("log", base=2)
     ax.set_title(f"zaya-train step, {meta['layers']} layers x 2048, seq {meta['seq']}, {meta['device']}", fontsize=9)

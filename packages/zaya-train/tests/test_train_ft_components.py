@@ -231,3 +231,34 @@ def test_config_validation_names_the_bad_key() -> None:
 if __name__ == "__main__":
     workers = {"hang": _hang_worker, "preempt": _preempt_worker, "sigkill": _sigkill_worker}
     workers[sys.argv[1]](*sys.argv[2:])
+
+
+def test_checkpoint_saved_is_written_only_once_an_async_save_is_committed(make_trainer, tmp_path: Path) -> None:
+    """An asynchronous save commits steps after it starts; `checkpoint_saved` (what scripts and people read
+    as "safe to kill now") must wait for the committed folder, and every committed save gets one event."""
+    from zaya_train.config import CheckpointConfig
+
+    run_dir = tmp_path / "run"
+    trainer = make_trainer(run_dir=run_dir, checkpoint=CheckpointConfig(every_steps=1, keep_last=5, async_save=True))
+
+    def step() -> None:  # one iteration of Trainer.run's loop
+        metrics = trainer.train_step(trainer.sampler.next_batch(trainer.global_batch_size()))
+        trainer.after_step(metrics)  # saves this step asynchronously
+        trainer._call_hooks("after_step", metrics)
+
+    trainer._enter_next()  # the first phase, as `run` starts it
+    gate = threading.Event()
+    trainer.checkpoints._executor.submit(gate.wait)  # the save thread is busy: step 1's commit waits behind it
+    try:
+        step()
+        assert read_events(run_dir, "checkpoint_saved") == []
+        assert (trainer.checkpoints.root / ".tmp.step_00000001").is_dir()
+    finally:
+        gate.set()
+    step()  # saving step 2 first waits for step 1's commit
+    trainer.checkpoints.wait()
+    trainer.resilience.on_end(trainer, {})
+    events = read_events(run_dir, "checkpoint_saved")
+    assert [e["step"] for e in events] == [1, 2]
+    for event in events:
+        assert verify_manifest(Path(event["folder"])) is None

@@ -79,6 +79,9 @@ class CheckpointManager:
         self._group = dist.new_group(backend="gloo") if self.distributed else None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt") if async_save else None
         self._pending: Future | None = None
+        # the steps whose saves are complete (committed, on rank 0), in order; an asynchronous save appends from
+        # its thread, so a caller can tell "started" from "on disk" without waiting
+        self.committed: list[int] = []
         self.timings: list[SaveTiming] = []
         self.skipped: list[ManifestProblem] = []
         if self.rank == 0:
@@ -112,6 +115,7 @@ class CheckpointManager:
             if self.rank == 0:
                 self._commit(step, tmp)
             self._barrier()
+            self.committed.append(step)
             timing.blocking_s = timing.total_s = time.perf_counter() - start
         return final
 
@@ -119,6 +123,7 @@ class CheckpointManager:
         upload.result()
         if self.rank == 0:
             self._commit(step, tmp)
+        self.committed.append(step)
         timing.total_s = time.perf_counter() - start
 
     def _commit(self, step: int, tmp: Path) -> None:

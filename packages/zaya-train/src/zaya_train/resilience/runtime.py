@@ -79,6 +79,7 @@ class Resilience:
         self._distributed = dist.is_available() and dist.is_initialized()
         self._started = False
         self._resumed_at: int | None = None
+        self._announced = 0  # how many of the checkpoint manager's committed saves `_after_save` was called for
 
     # ------------------------------------------------------------ inside train_step
     def poison_loss(self, step: int, loss: torch.Tensor) -> torch.Tensor:
@@ -126,20 +127,22 @@ class Resilience:
         if metrics.get("anomaly") == AnomalyAction.ROLLBACK.value:
             self._roll_back(trainer, bad_step=step + 1)
         self.watchdog.beat(step)
-        if trainer.checkpoints is not None and trainer._last_saved_step == step and "anomaly" not in metrics:
-            if self._corrupts:
-                trainer.checkpoints.wait()
-            self._after_save(step, trainer.checkpoints.root / step_dir_name(step))
+        saved_now = trainer.checkpoints is not None and trainer._last_saved_step == step and "anomaly" not in metrics
+        if saved_now and self._corrupts:  # the fault corrupts this step's folder: it must be committed first
+            trainer.checkpoints.wait()
+        self._announce_commits(trainer)
         if self.cfg.preemption.enabled and self.preemption.should_stop():
             saved = trainer.checkpoints is not None
             if saved:
                 trainer.save_checkpoint()
                 trainer.checkpoints.wait()
+                self._announce_commits(trainer)
             self._finish("preempted")
             self.preemption.exit(step, saved)
 
     def on_end(self, trainer: Trainer, summary: dict[str, Any]) -> None:
-        """A completed run: stop the watchdog, close the attempt record."""
+        """A completed run: announce its last checkpoint, stop the watchdog, close the attempt record."""
+        self._announce_commits(trainer)
         self._finish("completed")
 
     def close(self) -> None:
@@ -167,6 +170,15 @@ class Resilience:
             self.anomaly.load_state_dict(state["anomaly"])
 
     # ------------------------------------------------------------ internals
+    def _announce_commits(self, trainer: Trainer) -> None:
+        """`_after_save` once per checkpoint, when it is committed: an asynchronous save finishes steps after
+        it started, and `checkpoint_saved` must not be written while the folder is still `.tmp.step_N`."""
+        committed = trainer.checkpoints.committed if trainer.checkpoints is not None else []
+        while self._announced < len(committed):
+            step = committed[self._announced]
+            self._announced += 1
+            self._after_save(step, trainer.checkpoints.root / step_dir_name(step))
+
     def _after_save(self, step: int, folder: Path) -> None:
         """A checkpoint was committed: heartbeat, then any `corrupt_checkpoint` fault."""
         self.watchdog.beat(step)
