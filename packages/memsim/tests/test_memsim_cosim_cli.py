@@ -19,6 +19,8 @@ ZAYA = [sys.executable, "-m", "zaya_cli.app", "memsim", "cosim"]
         (["axi-check", "--memory", "foo"], "--memory foo: choose memsim or rtl"),
         (["axi-check", "--memory", "rtl", "--data-bits", "24"], "data width 24: choose a power of two"),
         (["axi-check", "--memory", "rtl", "--ratio", "3/2"], "--ratio 3/2: the generated RTL runs at the memory clock"),
+        (["axi-check", "--memory", "rtl", "--simulator", "icarus"], "--memory rtl runs the generated RTL under Verilator"),
+        (["axi-check", "--simulator", "vcs"], "--simulator vcs: choose icarus or verilator"),
     ],
 )  # fmt: skip
 def test_bad_input_is_named(tmp_path: Path, args: list[str], message: str) -> None:

@@ -36,6 +36,7 @@ from bench_model import load_hf_twin
 from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig, ZayaDecoder, build_model, decode_bytes_per_token
 
+IMPLS = ("compiled-graph", "graph", "eager")
 TARGETS = {"roofline_batch1_4_layers": 0.5, "roofline_batch1_40_layers": 0.4, "speedup_vs_hf_batch1": 10.0}
 
 
@@ -116,6 +117,7 @@ def bench_layers(cfg: ZayaConfig, args: argparse.Namespace, device, dtype, copy_
     gen = torch.Generator().manual_seed(1)
     rows, errors = [], {}
     compile_opts: dict[str, Any] = {"backend": "aot_eager"} if device.type == "cpu" else {}
+    compile_opts.update(args.compile_options)
     on_gpu = device.type == "cuda"  # no CUDA graph on a CPU: the compiled row runs uncaptured there
     impls = {
         "compiled-graph": dict(compile=compile_opts or True, cuda_graph=on_gpu),
@@ -124,6 +126,7 @@ def bench_layers(cfg: ZayaConfig, args: argparse.Namespace, device, dtype, copy_
     }
     if not on_gpu:
         impls.pop("graph")
+    impls = {name: options for name, options in impls.items() if name in args.impls}
     for batch in args.batches:
         prompt = torch.randint(1, cfg.vocab_size, (batch, args.prompt), generator=gen).to(device)
         eager = ZayaDecoder(model, batch, max_len, cuda_graph=False)
@@ -239,7 +242,21 @@ def main() -> None:
     parser.add_argument("--hf-tokens", type=int, default=32)
     parser.add_argument("--copy-gib", type=float, default=2.0)
     parser.add_argument("--no-hf", action="store_true")
+    parser.add_argument(
+        "--impls",
+        type=lambda s: s.split(","),
+        default=list(IMPLS),
+        help="which of compiled-graph,graph,eager to run (the eager step is always the reference)",
+    )
+    parser.add_argument(
+        "--compile-options",
+        type=json.loads,
+        default={},
+        help='torch.compile options of the compiled row, e.g. \'{"mode": "max-autotune-no-cudagraphs"}\'',
+    )
     args = parser.parse_args()
+    if unknown := sorted(set(args.impls) - set(IMPLS)):
+        parser.error(f"--impls {','.join(unknown)}: choose from {','.join(IMPLS)}")
 
     device = torch.device("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32

@@ -52,7 +52,9 @@ def simdram(
 @app.command("axi-check")
 @reports(MemsimError)
 def axi_check(
-    simulator: str = typer.Option("icarus", help="icarus or verilator"),
+    simulator: str | None = typer.Option(
+        None, help="icarus or verilator (default: icarus; --memory rtl runs under verilator only)"
+    ),
     bursts: int = typer.Option(2000, help="Random bursts the master issues"),
     data_bits: int = typer.Option(64, help="AXI data width: 32 to 512"),
     config: str = typer.Option("ddr4_8gb_x8_3200", help="memsim part"),
@@ -65,9 +67,15 @@ def axi_check(
     """Serve random AXI4 bursts of the packaged Verilog master with memsim; check data and protocol."""
     if memory not in ("memsim", "rtl"):
         fail(ValueError(f"--memory {memory}: choose memsim or rtl"))
+    if simulator not in (None, "icarus", "verilator"):
+        fail(ValueError(f"--simulator {simulator}: choose icarus or verilator"))
     if memory == "rtl":
+        if simulator == "icarus":
+            fail(ValueError("--simulator icarus: --memory rtl runs the generated RTL under Verilator only; "
+                            "drop --simulator or pass --simulator verilator"))  # fmt: skip
         _axi_check_rtl(config, data_bits, bursts, stall, seed, ratio, out)
         return
+    simulator = simulator or "icarus"
     from memsim.cosim.axi_runs import MasterRun, simulate
     from memsim.cosim.simulators import build_once
     from memsim.cosim.testbench_top import write_axi_test_top
