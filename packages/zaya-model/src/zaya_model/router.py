@@ -72,7 +72,13 @@ class ZayaRouter(nn.Module):
         h = F.gelu(self.fc2(h))
         probs = torch.softmax(self.out(h), dim=-1, dtype=torch.float32)
         probs_NC = probs.reshape(-1, probs.shape[-1])
-        choice = torch.topk(probs_NC.detach() + self.balancing_biases, self.top_k, dim=-1).indices
+        scores = probs_NC.detach() + self.balancing_biases
+        # top-1 (ZAYA1's setting) by argmax, a reduction inductor generates itself; topk is a library kernel of
+        # its own (gatherTopK: 5 us of every layer's batch-1 decode step on an H200, BENCHMARKS.md)
+        if self.top_k == 1:
+            choice = scores.argmax(dim=-1, keepdim=True)
+        else:
+            choice = torch.topk(scores, self.top_k, dim=-1).indices
         weights = torch.gather(probs_NC, 1, choice)
         weights = weights.masked_fill(choice == self.num_experts, 0.0)
         counts = self._count(choice, token_mask_BT) if self.training else None
