@@ -36,11 +36,13 @@ import json, statistics, sys
 from pathlib import Path
 records = [json.loads(line) for line in Path(sys.argv[1], "metrics.jsonl").read_text().splitlines() if line.strip()]
 train = [r for r in records if r.get("kind") == "train"]
-steady = [r for r in train if r["step"] > 3 and r.get("tokens_per_s")]
+# steady: timed logging steps (step_ms present) past the first few; a run's last record and a resumed
+# attempt's first one average over compilation, evaluation or the restart and are left out
+steady = [r for r in train if r["step"] > 3 and r.get("step_ms") and r.get("tokens_per_s")]
 print(f"train records {len(train)}; steps {train[-1]['step']}; tokens {train[-1]['tokens']}")
 if steady:
     print(f"median tokens/s {statistics.median(r['tokens_per_s'] for r in steady):.0f}, "
-          f"median MFU {statistics.median(r['mfu'] for r in steady):.3f}")
+          f"median MFU {statistics.median(r['mfu'] for r in steady):.3f} (timed steps {[r['step'] for r in steady]})")
 vals = [r for r in records if r.get("kind") == "val"]
 print("val loss", [round(r["val_loss"], 3) for r in vals])
 summary = json.loads(Path(sys.argv[1], "summary.json").read_text())
