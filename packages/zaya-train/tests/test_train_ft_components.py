@@ -236,6 +236,7 @@ if __name__ == "__main__":
 def test_checkpoint_saved_is_written_only_once_an_async_save_is_committed(make_trainer, tmp_path: Path) -> None:
     """An asynchronous save commits steps after it starts; `checkpoint_saved` (what scripts and people read
     as "safe to kill now") must wait for the committed folder, and every committed save gets one event."""
+    from zaya_config.train_checkpoint.layout import tmp_dir_name
     from zaya_train.config import CheckpointConfig
 
     run_dir = tmp_path / "run"
@@ -252,7 +253,7 @@ def test_checkpoint_saved_is_written_only_once_an_async_save_is_committed(make_t
     try:
         step()
         assert read_events(run_dir, "checkpoint_saved") == []
-        assert (trainer.checkpoints.root / ".tmp.step_00000001").is_dir()
+        assert (trainer.checkpoints.root / tmp_dir_name(1)).is_dir()
     finally:
         gate.set()
     step()  # saving step 2 first waits for step 1's commit
