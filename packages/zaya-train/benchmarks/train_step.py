@@ -17,6 +17,7 @@ Writes results.json (`{"meta", "rows"}`), results.csv and throughput.png under -
 
 import argparse
 import csv
+import itertools
 import json
 import statistics
 import threading
@@ -211,7 +212,7 @@ def write_results(out: Path, meta: dict, rows: list[dict]) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    lines = dict(zip(sorted({r["global_batch"] for r in rows}), ["-", "--", ":", "-."] * 4, strict=False))
+    lines = dict(zip(sorted({r["global_batch"] for r in rows}), itertools.cycle(["-", "--", ":", "-."])))
     for optimizer, marker in (("adamw", "o"), ("muon", "s")):
         for global_batch, line in lines.items():
             ok = sorted(
