@@ -21,8 +21,9 @@ $(STAMP): $(SETUP_INPUTS)
 	$(BIN)/poetry check --lock
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
 	$(BIN)/poetry export --all-groups --all-extras --without-hashes -f requirements.txt -o $(VENV)/requirements.txt
-	# torch and its CUDA runtime wheels come from the line above, not from the lock.
-	grep -v -E '^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z-]+)==' $(VENV)/requirements.txt > $(VENV)/requirements.no-torch.txt
+	# torch and its CUDA runtime wheels come from the line above, not from the lock (triton does come from the
+	# lock: zaya-model's fused decode kernels are tested on the CPU in Triton's interpreter).
+	grep -v -E '^(torch|nvidia-[a-z0-9-]+|cuda-[a-z-]+)==' $(VENV)/requirements.txt > $(VENV)/requirements.no-torch.txt
 	$(BIN)/python -m pip install -q -r $(VENV)/requirements.no-torch.txt
 	touch $(STAMP)
 

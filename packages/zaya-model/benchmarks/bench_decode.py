@@ -7,6 +7,8 @@
 Models: zaya1-base width (D 2048, 16 experts of 2048, vocab 262272) with 4 and 40 layers, random bf16
 weights. Per (layers, batch, implementation): a random prompt of --prompt tokens, --warmup steps, then
 --tokens timed steps (CUDA events, no host sync in between). Implementations:
+- `triton-graph`: `ZayaDecoder(kernels="triton", compile=True)`: each layer as eight fused Triton kernels
+  (`fused_decode.py`), the embedding and head through inductor, one CUDA graph per step (GPU only);
 - `compiled-graph`: `ZayaDecoder(compile=True)` (per-layer inductor) replayed from one CUDA graph per step;
 - `graph`: the uncompiled step in one CUDA graph;
 - `eager`: the uncompiled step issued op by op (batch 1 only; the launch-bound baseline);
@@ -36,7 +38,7 @@ from bench_model import load_hf_twin
 from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig, ZayaDecoder, build_model, decode_bytes_per_token
 
-IMPLS = ("compiled-graph", "graph", "eager")
+IMPLS = ("triton-graph", "compiled-graph", "graph", "eager")
 TARGETS = {"roofline_batch1_4_layers": 0.5, "roofline_batch1_40_layers": 0.4, "speedup_vs_hf_batch1": 10.0}
 
 
@@ -120,12 +122,14 @@ def bench_layers(cfg: ZayaConfig, args: argparse.Namespace, device, dtype, copy_
     compile_opts.update(args.compile_options)
     on_gpu = device.type == "cuda"  # no CUDA graph on a CPU: the compiled row runs uncaptured there
     impls = {
+        "triton-graph": dict(compile=compile_opts or True, cuda_graph=True, kernels="triton"),
         "compiled-graph": dict(compile=compile_opts or True, cuda_graph=on_gpu),
         "graph": dict(compile=False, cuda_graph=True),
         "eager": {},
     }
     if not on_gpu:
         impls.pop("graph")
+        impls.pop("triton-graph")
     impls = {name: options for name, options in impls.items() if name in args.impls}
     for batch in args.batches:
         prompt = torch.randint(1, cfg.vocab_size, (batch, args.prompt), generator=gen).to(device)
@@ -246,7 +250,7 @@ def main() -> None:
         "--impls",
         type=lambda s: s.split(","),
         default=list(IMPLS),
-        help="which of compiled-graph,graph,eager to run (the eager step is always the reference)",
+        help=f"which of {','.join(IMPLS)} to run (the eager step is always the reference)",
     )
     parser.add_argument(
         "--compile-options",

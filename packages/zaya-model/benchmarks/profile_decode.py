@@ -3,8 +3,9 @@
     python3 packages/zaya-model/benchmarks/profile_decode.py --layers 4 --out $OUT/profile_decode   # one GPU
 
 Builds zaya1-base width (random bf16 weights) at --layers, prefills a 128-token prompt, warms up, then profiles
---steps steps of each implementation (compiled without a graph, so kernels are launched one by one and the
-profiler sees each; and the compiled step replayed from its CUDA graph). Prints per implementation the wall
+--steps steps of each implementation (`IMPLS`: the inductor-compiled layers and the fused Triton layers, each
+without a graph, so kernels are launched one by one and the profiler sees each, and replayed from its CUDA
+graph). Prints per implementation the wall
 time per step, the summed kernel time per step (what is left of the wall time is launch gaps and idle GPU) and
 the top kernels; writes profile.json under --out. Needs CUDA (exits saying so without it).
 """
@@ -19,6 +20,14 @@ from bench_decode import time_decoder  # same folder
 from torch.profiler import ProfilerActivity, profile
 from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig, ZayaDecoder, build_model
+
+# each without a graph (the profiler sees every launch) and replayed from its CUDA graph
+IMPLS = {
+    "compiled": dict(compile=True, cuda_graph=False),
+    "compiled-graph": dict(compile=True, cuda_graph=True),
+    "triton": dict(kernels="triton", compile=True, cuda_graph=False),
+    "triton-graph": dict(kernels="triton", compile=True, cuda_graph=True),
+}
 
 
 def profile_step(decoder: ZayaDecoder, prompt: torch.Tensor, steps: int, top: int) -> dict:
@@ -52,6 +61,12 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument(
+        "--impls",
+        type=lambda s: s.split(","),
+        default=list(IMPLS),
+        help=f"which of {','.join(IMPLS)} to profile",
+    )
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("profile_decode.py needs a CUDA GPU; nothing measured")
@@ -64,9 +79,10 @@ def main() -> None:
     prompt = torch.randint(1, cfg.vocab_size, (1, 128), device="cuda")
     max_len = 128 + 8 + 2 * args.steps + 1
     out: dict = {"layers": args.layers, "batch": 1, "device": torch.cuda.get_device_name()}
-    for impl, options in {"compiled": dict(compile=True, cuda_graph=False),
-                          "compiled-graph": dict(compile=True, cuda_graph=True)}.items():  # fmt: skip
-        result = profile_step(ZayaDecoder(model, 1, max_len, **options), prompt, args.steps, args.top)
+    if unknown := sorted(set(args.impls) - set(IMPLS)):
+        parser.error(f"--impls {','.join(unknown)}: choose from {','.join(IMPLS)}")
+    for impl in args.impls:
+        result = profile_step(ZayaDecoder(model, 1, max_len, **IMPLS[impl]), prompt, args.steps, args.top)
         out[impl] = result
         print(f"== {impl}: wall {result['wall_ms_per_step']:.3f} ms/step, kernels {result['kernel_ms_per_step']:.3f} "
               f"ms/step in {result['kernels_per_step']:.0f} launches")  # fmt: skip

@@ -1,6 +1,13 @@
 """Fast decoding: the static-cache step equals the dynamic cache and the full forward; no recompilation per
 position; device sampling; the CUDA-graph path (GPU only)."""
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from zaya_model import ZayaCache, ZayaDecoder, ZayaModelError, sample_tokens
@@ -271,3 +278,125 @@ def test_the_forward_path_for_sharded_models_generates_the_same_tokens(model):
         _generate_through_forward(model, ids, 6, 0.0, 1.0, mask, eos, None),
         model.generate(ids, 6, attention_mask=mask, eos_token_id=eos),
     )
+
+
+# ---------------------------------------------------------------- the fused Triton layer (kernels="triton")
+# On a CPU its kernels run in Triton's interpreter, which must be switched on before Triton is imported, so
+# those checks run in a fresh Python process (this one may import Triton for real on a GPU machine).
+
+TESTS = Path(__file__).parent
+needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs the triton package")
+
+# Decodes with the eager step and the fused kernels; prints per case the two token tables and logits gaps.
+INTERPRETED = """
+import json, sys, torch
+sys.path.insert(0, {tests!r})
+from conftest import _small_config, _randomized_model
+from test_zaya_model_decoding import _decode, _prompts
+from zaya_model import ZayaDecoder
+
+results = {{}}
+for name, layers, skip_bias, dtype in {cases!r}:
+    model = _randomized_model(_small_config(num_hidden_layers=layers), seed=5, skip_bias=skip_bias)
+    model = model.to(getattr(torch, dtype))
+    ids, mask = _prompts(model, B=2, T=5, pad=2, seed=3)
+    eager, eager_logits = _decode(ZayaDecoder(model, 2, 14), ids, mask, 7)
+    fused_decoder = ZayaDecoder(model, 2, 14, kernels="triton")
+    fused, fused_logits = _decode(fused_decoder, ids, mask, 7)
+    skipped = (fused_decoder._fused.choice == model.config.num_experts).tolist()
+    results[name] = dict(eager=eager.tolist(), fused=fused.tolist(), eager_logits=eager_logits.float().tolist(),
+                         fused_logits=fused_logits.float().tolist(), last_layer_skipped=skipped)
+print(json.dumps(results))
+"""
+
+
+def _interpreted(cases: list[tuple[str, int, float, str]]) -> dict:
+    """Run the cases (name, layers, skip bias, dtype) in a process with TRITON_INTERPRET=1."""
+    script = INTERPRETED.format(tests=str(TESTS), cases=cases)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@needs_triton
+@pytest.mark.slow
+def test_fused_kernels_compute_the_eager_step_in_the_interpreter():
+    """fp32, 3 layers with a depthwise kernel of 3 (a conv state of 3 inputs), a left-padded row, GQA 4:2:
+    routing that sometimes skips, one that always skips (the fused kernels then read no expert), and bf16."""
+    results = _interpreted(
+        [("mixed", 3, 0.05, "float32"), ("all-skip", 2, 2.0, "float32"), ("bf16", 4, 0.05, "bfloat16")]
+    )
+    for name in ("mixed", "all-skip"):
+        got = results[name]
+        assert got["fused"] == got["eager"], name
+        fused, eager = torch.tensor(got["fused_logits"]), torch.tensor(got["eager_logits"])
+        assert torch.allclose(fused, eager, atol=1e-5, rtol=1e-5), (name, float((fused - eager).abs().max()))
+    assert results["all-skip"]["last_layer_skipped"] == [True, True]
+    bf16 = results["bf16"]
+    _assert_bf16_paths_agree(
+        torch.tensor(bf16["fused"]),
+        torch.tensor(bf16["eager"]),
+        torch.tensor(bf16["fused_logits"]),
+        torch.tensor(bf16["eager_logits"]),
+    )
+
+
+@needs_triton
+@pytest.mark.slow
+def test_fused_kernels_build_for_hopper_without_a_gpu(small_config):
+    """Every kernel of the plan, as `ZayaDecoder(kernels="triton")` launches it for zaya1-base width and for the
+    test model (a conv state of 3), compiles to an sm_90 cubin with the ptxas Triton carries (models on the
+    meta device: only shapes, dtypes and strides matter)."""
+    from zaya_model import ZayaConfig, ZayaStaticCache, build_model
+    from zaya_model.fused_decode import FusedDecodeLayers, compile_plan
+
+    for config in (ZayaConfig.from_preset("zaya1-base", num_hidden_layers=2, vocab_size=512), small_config()):
+        with torch.device("meta"):
+            model = build_model(config).to(torch.bfloat16)
+        cache = ZayaStaticCache(config, 2, 64, device="meta", dtype=torch.bfloat16)
+        built = compile_plan(FusedDecodeLayers(model, cache, check_device=False), arch=90)
+        assert sorted({b["kernel"] for b in built}) == [
+            "attention_kernel",
+            "cca_kernel",
+            "gemv_kernel",
+            "router_kernel",
+        ]
+        # the five GEMV forms (q|k|v, output + residual, router down, then with the depth average, both experts)
+        assert len([b for b in built if b["kernel"] == "gemv_kernel"]) == 6
+        assert all(b["cubin_bytes"] > 0 for b in built)
+
+
+@needs_triton
+def test_fused_kernels_refuse_what_they_cannot_run(small_config, randomized_model, monkeypatch):
+    model = randomized_model(small_config())
+    with pytest.raises(ZayaModelError, match="kernels='cuda' is not one of torch, triton"):
+        ZayaDecoder(model, 1, 8, kernels="cuda")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(ZayaModelError, match=r"needs a CUDA device .* TRITON_INTERPRET=1"):
+        ZayaDecoder(model, 1, 8, kernels="triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # past the device check: the routing is checked next
+    top2 = randomized_model(small_config(num_experts_per_tok=2))
+    with pytest.raises(ZayaModelError, match="top-1 routing; this model routes to 2 experts"):
+        ZayaDecoder(top2, 1, 8, kernels="triton")
+
+
+@pytest.mark.gpu
+@needs_triton
+@pytest.mark.parametrize("batch", [1, 4])
+def test_fused_kernels_in_a_cuda_graph_match_the_eager_step(small_config, randomized_model, batch):
+    """What `bench_decode.py` runs as triton-graph: fp32 equal to eager (tokens, logits within 1e-4); bf16 by
+    the bf16 rule of the compiled path."""
+    for dtype in (torch.float32, torch.bfloat16):
+        model = _cuda_model(small_config, randomized_model, dtype)
+        ids, mask = (t.cuda() for t in _prompts(model, B=batch, T=8, pad=3, seed=11))
+        eager, eager_logits = _decode(ZayaDecoder(model, batch, 48, cuda_graph=False), ids, mask, 39)
+        fused = ZayaDecoder(model, batch, 48, kernels="triton", compile=True, cuda_graph=True)
+        assert fused.graph is not None
+        got, got_logits = _decode(fused, ids, mask, 39)
+        assert torch.equal(_decode(fused, ids, mask, 39)[0], got)  # replays again from a fresh prompt
+        if dtype == torch.float32:
+            assert torch.equal(got, eager)
+            assert torch.allclose(got_logits, eager_logits, atol=1e-4, rtol=1e-4)
+        else:
+            _assert_bf16_paths_agree(got, eager, got_logits, eager_logits)

@@ -1,6 +1,8 @@
 """`zaya model generate` as a real subprocess: a trained run dir (its checkpoint, phase and tokenizer) and a
 HF folder with a tokenizer.json; the streamed text is what `model.generate` gives; clear errors."""
 
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,9 +11,13 @@ import pytest
 import torch
 
 
-def _generate(*args: str) -> subprocess.CompletedProcess:
+def _generate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "zaya_train.model_cli", "generate", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "zaya_train.model_cli", "generate", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
@@ -45,6 +51,15 @@ def test_generate_from_a_run_dir_streams_what_the_model_generates(trained):
     out = loaded.model.generate(ids, 24, eos_token_id=tok.eos_id)[0, ids.shape[1] :].tolist()
     out = out[: out.index(tok.eos_id)] if tok.eos_id in out else out
     assert proc.stdout == "def " + tok.decode(out) + "\n"
+    wrong = _generate(str(run_dir), "--prompt", "def ", "-n", "2", "--device", "cpu", "--kernels", "cuda")
+    assert wrong.returncode == 2 and "kernels='cuda' is not one of torch, triton" in wrong.stderr
+    if importlib.util.find_spec("triton") is None:
+        return
+    # the fused Triton layers (run by Triton's interpreter on this CPU) stream the same text
+    args = (str(run_dir), "--prompt", "def ", "-n", "24", "--device", "cpu", "--kernels", "triton")
+    fused = _generate(*args, env={"TRITON_INTERPRET": "1"})
+    assert fused.returncode == 0, fused.stderr[-2000:]
+    assert fused.stdout == proc.stdout and "triton kernels" in fused.stderr
 
 
 @pytest.mark.slow

@@ -28,12 +28,15 @@ from torch import nn
 
 from zaya_model.errors import ZayaModelError
 from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, grouped_mm_available
+from zaya_model.fused_decode import FusedDecodeLayers
 from zaya_model.layers import rope_cos_sin
 from zaya_model.sampling import check_sampling, sample_tokens
 from zaya_model.static_cache import ZayaStaticCache
 
 if TYPE_CHECKING:
     from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM
+
+KERNELS = ("torch", "triton")
 
 
 def decode_inputs(
@@ -95,6 +98,8 @@ class ZayaDecoder:
     cuda_graph: record the step in a CUDA graph (None: when the model is on CUDA, falling back to the
     uncaptured step with a warning if capture fails; True: required).
     generator: the sampling generator, on the model's device (None: the default one).
+    kernels: "torch" (the layers as torch ops, compiled or not) or "triton" (each layer as eight fused Triton
+    kernels, `fused_decode.py`; CUDA, or a CPU under TRITON_INTERPRET=1; top-1 routing).
     """
 
     def __init__(
@@ -109,8 +114,11 @@ class ZayaDecoder:
         compile: bool | dict[str, Any] = False,
         cuda_graph: bool | None = None,
         generator: torch.Generator | None = None,
+        kernels: str = "torch",
     ) -> None:
         check_sampling(temperature, top_p)
+        if kernels not in KERNELS:
+            raise ZayaModelError(f"kernels={kernels!r} is not one of {', '.join(KERNELS)}")
         weight = model.embed.weight
         self.model, self.device = model, weight.device
         self.cache = ZayaStaticCache(model.config, batch_size, max_len, self.device, weight.dtype)
@@ -119,6 +127,9 @@ class ZayaDecoder:
         self.finished = torch.zeros(batch_size, dtype=torch.bool, device=self.device)
         self.logits: torch.Tensor | None = None  # fp32 [B, V] the last tokens were chosen from
         self._inputs, self._layer, self._logits = decode_inputs, decode_layer, decode_logits
+        self._fused: FusedDecodeLayers | None = None
+        if kernels == "triton":
+            self._fused = FusedDecodeLayers(model, self.cache)
         # compiled, the gathered experts are read in place (fused gather); eager, the grouped GEMM does that
         self.gather_max_pairs = DECODE_GATHER_MAX_PAIRS if compile else 0
         if compile:
@@ -162,11 +173,27 @@ class ZayaDecoder:
         """Feed `tokens`, write the cache, leave the next tokens in `tokens`; the logits (device ops only)."""
         model, cache = self.model, self.cache
         resid, cos, sin = self._inputs(model, self.tokens, cache.positions)
-        router_state = None
-        for i, layer in enumerate(model.layers):
-            resid, router_state = self._layer(
-                layer, resid, router_state, cos, sin, *cache.layer(i), cache.valid, cache.length, self.gather_max_pairs
-            )
+        if self._fused is not None:
+            fused, B = self._fused, self.batch_size
+            fused.resid.copy_(resid.view(B, -1))
+            fused.cos.copy_(cos.view(B, -1))
+            fused.sin.copy_(sin.view(B, -1))
+            fused.run()
+            resid = fused.resid.view(B, 1, -1)
+        else:
+            router_state = None
+            for i, layer in enumerate(model.layers):
+                resid, router_state = self._layer(
+                    layer,
+                    resid,
+                    router_state,
+                    cos,
+                    sin,
+                    *cache.layer(i),
+                    cache.valid,
+                    cache.length,
+                    self.gather_max_pairs,
+                )
         cache.advance()
         logits = self._logits(model, resid)
         self._choose(logits)

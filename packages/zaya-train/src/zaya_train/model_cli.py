@@ -50,6 +50,9 @@ def generate(
     device: str = typer.Option("auto", help="auto (cuda if available) | cpu | cuda | cuda:N"),
     dtype: str = typer.Option("auto", help="auto (bf16 on cuda, fp32 on cpu) | fp32 | bf16"),
     compile_: bool = typer.Option(False, "--compile", help="torch.compile the decode step (GPU; slower start)"),
+    kernels: str = typer.Option(
+        "torch", help="torch | triton: each layer as eight fused Triton kernels (CUDA; top-1 routing)"
+    ),
     tokenizer: str = typer.Option(None, help="Override the tokenizer: 'byte' or a tokenizer.json"),
     stop_at_eos: bool = typer.Option(True, help="Stop at the tokenizer's EOS token"),
 ) -> None:
@@ -99,6 +102,7 @@ def generate(
                 eos_token_id=loaded.tokenizer.eos_id if stop_at_eos else None,
                 compile=compile_,
                 generator=gen,
+                kernels=kernels,
             )
     except (ZayaTrainError, ZayaModelError) as error:  # zaya_model's errors import torch: caught here, not by @reports
         fail(error)
@@ -112,7 +116,9 @@ def generate(
         typer.echo(text.push(int(token[0])), nl=False)
     typer.echo("")
     seconds = time.perf_counter() - start
-    mode = "CUDA graph" if decoder.graph is not None else "eager"
+    mode = ("CUDA graph" if decoder.graph is not None else "eager") + (
+        ", triton kernels" if kernels == "triton" else ""
+    )
     err.print(
         f"{count} tokens in {seconds:.2f} s ({count / max(seconds, 1e-9):.1f} tokens/s, {dev}, {mode}) "
         f"from {loaded.source}",

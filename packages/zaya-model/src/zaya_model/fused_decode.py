@@ -1,0 +1,263 @@
+"""`FusedDecodeLayers`: every layer of one decode step as eight Triton launches (`decode_kernels.py`).
+
+`ZayaDecoder(kernels="triton")` runs its layers through this instead of the per-layer torch functions: the
+same function of the same static cache (keys, values, conv state and delayed value written in place at the
+cache's `length` slot), on scratch buffers allocated once, so the step records in a CUDA graph. Top-1 routing
+only (ZAYA1's setting). On a CPU the kernels run under Triton's interpreter (`TRITON_INTERPRET=1`, set before
+Triton is imported): slow, but the same kernel code, which is how the tests check them without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from zaya_model.errors import ZayaModelError
+from zaya_model.static_cache import ZayaStaticCache
+
+if TYPE_CHECKING:
+    from zaya_model.model import ZayaForCausalLM
+
+
+# Launch shapes (benchmarks/tune_fused_decode.py measures alternatives): a GEMV's programs per SM (it picks the
+# rows a program computes from this), the K chunk of its tile, warps per program of each kernel.
+TUNING: dict[str, int] = {
+    "gemv_programs_per_sm": 2,
+    "gemv_block_k": 512,
+    "gemv_warps": 4,
+    "cca_warps": 4,
+    "attention_warps": 4,
+    "attention_block_s": 64,
+    "router_warps": 8,
+}
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def check_fused_support(model: ZayaForCausalLM, device: torch.device | None) -> None:
+    """Raise a one-line ZayaModelError unless the fused kernels can run this model on this device (None: any)."""
+    if device is not None and device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ZayaModelError(
+            f"kernels='triton' needs a CUDA device (the model is on {device}); on a CPU set TRITON_INTERPRET=1 "
+            "before starting Python to run the kernels in Triton's interpreter, or use kernels='torch'"
+        )
+    try:
+        import triton  # noqa: F401
+    except ImportError as err:
+        raise ZayaModelError(f"kernels='triton' needs the triton package ({err}); pip install triton") from err
+    if model.config.num_experts_per_tok != 1:
+        raise ZayaModelError(
+            f"kernels='triton' implements top-1 routing; this model routes to "
+            f"{model.config.num_experts_per_tok} experts per token: use kernels='torch'"
+        )
+    dtype = model.embed.weight.dtype
+    for name, p in model.layers.named_parameters():
+        if not p.is_contiguous() or p.dtype != dtype:
+            raise ZayaModelError(
+                f"kernels='triton' needs contiguous {dtype} weights; layers.{name} is {p.dtype}"
+                f"{'' if p.is_contiguous() else ', not contiguous'}: call model.to(dtype) first"
+            )
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    """One launch of the plan: `kernel[grid](*args, **meta)` (meta: constexprs and num_warps)."""
+
+    kernel: Any  # a triton.JITFunction (an interpreted function under TRITON_INTERPRET=1)
+    grid: tuple[int, ...]
+    args: tuple[Any, ...]
+    meta: dict[str, Any]
+
+    def __call__(self) -> None:
+        self.kernel[self.grid](*self.args, **self.meta)
+
+
+class FusedDecodeLayers:
+    """The layers of `model` for one decode step of `cache`'s batch, as a fixed plan of kernel launches on
+    buffers allocated here: fill `resid` (the fp32 residual stream [B, D]), `cos` and `sin` (RoPE of the
+    step's positions [B, rotary_dim]), `run()`; `resid` then holds the last layer's output and the cache every
+    layer's state. check_device=False builds the plan on any device (to compile it: `compile_plan`)."""
+
+    def __init__(self, model: ZayaForCausalLM, cache: ZayaStaticCache, *, check_device: bool = True) -> None:
+        device = model.embed.weight.device
+        check_fused_support(model, device if check_device else None)
+        from zaya_model import decode_kernels  # Triton, imported only when asked for
+
+        self.kernels = decode_kernels
+        self.model, self.cache = model, cache
+        c = model.config
+        B, dtype = cache.batch_size, model.embed.weight.dtype
+
+        def empty(*shape: int, dtype: torch.dtype = dtype) -> torch.Tensor:
+            return torch.zeros(shape, device=device, dtype=dtype)
+
+        self.resid = empty(B, c.hidden_size, dtype=torch.float32)
+        self.cos = empty(B, c.rotary_dim, dtype=torch.float32)
+        self.sin = empty(B, c.rotary_dim, dtype=torch.float32)
+        self.qkv = empty(B, c.q_size + 2 * c.kv_size)
+        self.queries = empty(B, c.num_attention_heads, c.head_dim)
+        self.attention = empty(B, c.q_size)
+        self.normed = empty(B, c.hidden_size)
+        self.router_state = empty(B, c.router_hidden_size)
+        self.choice = empty(B, dtype=torch.int64)
+        self.route_weight = empty(B, dtype=torch.float32)
+        self.act = empty(B, c.moe_intermediate_size)
+        self.valid = cache.valid.view(torch.uint8)  # the same memory, a dtype Triton loads plainly
+        self.eps = torch.finfo(dtype).eps
+        on_gpu = device.type == "cuda"
+        sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 132
+        self.tuning = dict(TUNING)
+        self.target_programs = self.tuning["gemv_programs_per_sm"] * sms
+        if os.environ.get("TRITON_INTERPRET") == "1":  # the interpreter runs a program at a time, any warps
+            self.tuning.update({key: 1 for key in self.tuning if key.endswith("_warps")})
+        self.plan: list[KernelLaunch] = [launch for i in range(c.num_hidden_layers) for launch in self._layer(i)]
+
+    def run(self) -> None:
+        """Every layer on `resid` (in place), every layer's state into the cache at its `length` slot."""
+        for launch in self.plan:
+            launch()
+
+    # ---------------------------------------------------------------- the plan
+    def _gemv(
+        self,
+        x: torch.Tensor,
+        weight: torch.Tensor,
+        out: torch.Tensor,
+        *,
+        bias: torch.Tensor | None = None,
+        norm: torch.Tensor | None = None,
+        write_normed: bool = False,
+        expert: bool = False,
+        gate_up: bool = False,
+        residual: torch.nn.Module | None = None,
+        depth: torch.Tensor | None = None,
+    ) -> KernelLaunch:
+        k, c = self.kernels, self.model.config
+        N, K = (weight.shape[-2] // 2 if gate_up else weight.shape[-2]), weight.shape[-1]
+        block_k = min(_pow2(K), self.tuning["gemv_block_k"])
+        block_n = max(1, min(64, _pow2(_cdiv(N, self.target_programs)), 8192 // block_k))
+        epilogue = k.EPILOGUE_RESIDUAL if residual is not None else k.EPILOGUE_DEPTH if depth is not None else 0
+        any_ = out  # stands in for the pointers an epilogue does not read
+        scales = (
+            (residual.branch_bias, residual.branch_scale, residual.residual_bias, residual.residual_scale)
+            if residual is not None
+            else (any_,) * 4
+        )
+        args = (
+            x, weight, any_ if bias is None else bias, out, any_ if norm is None else norm, self.normed,
+            self.choice, self.route_weight, self.resid if residual is not None else any_, *scales,
+            any_ if depth is None else depth,
+            x.stride(0), weight.stride(0) if expert else 0, out.stride(0), c.num_experts, c.rms_norm_eps,
+        )  # fmt: skip
+        meta = dict(
+            N=N, K=K, NORM=norm is not None, WRITE_XN=write_normed, HAS_BIAS=bias is not None, EXPERT=expert,
+            GATE_UP=gate_up, EPILOGUE=epilogue, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=self.tuning["gemv_warps"],
+        )  # fmt: skip
+        return KernelLaunch(k.gemv_kernel, (self.cache.batch_size, _cdiv(N, block_n)), args, meta)
+
+    def _layer(self, i: int) -> list[KernelLaunch]:
+        layer, c, k, rows = self.model.layers[i], self.model.config, self.kernels, self.cache.batch_size
+        attn, router, experts = layer.attn, layer.moe.router, layer.moe.experts
+        keys, values, conv_state, delayed = self.cache.layer(i)
+        slot, max_len = self.cache.length, self.cache.max_len
+        H, KV, d, R = c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.router_hidden_size
+        cca = KernelLaunch(
+            k.cca_kernel,
+            (rows, H + KV + 1),
+            (
+                self.qkv, conv_state, delayed, attn.conv_depthwise_weight, attn.conv_depthwise_bias,
+                attn.conv_grouped_weight, attn.conv_grouped_bias, attn.key_temperature, self.cos, self.sin,
+                self.queries, keys, values, slot, max_len, self.eps,
+            ),
+            dict(
+                H=H, KV=KV, D_HEAD=d, K0=c.cca_time0, K1=c.cca_time1, ROT=c.rotary_dim, BLOCK_D=_pow2(d),
+                BLOCK_HALF=_pow2(max(c.rotary_dim // 2, 1)), BLOCK_PASS=_pow2(max(d - c.rotary_dim, 1)),
+                BLOCK_V=_pow2(c.kv_size), num_warps=self.tuning["cca_warps"],
+            ),
+        )  # fmt: skip
+        attention = KernelLaunch(
+            k.attention_kernel,
+            (rows, H),
+            (self.queries, keys, values, self.valid, slot, self.attention, max_len, d**-0.5),
+            dict(
+                H=H, KV=KV, D_HEAD=d, BLOCK_S=self.tuning["attention_block_s"], BLOCK_D=_pow2(d),
+                num_warps=self.tuning["attention_warps"],
+            ),
+        )  # fmt: skip
+        route = KernelLaunch(
+            k.router_kernel,
+            (rows,),
+            (
+                self.router_state, router.norm.weight, router.fc1.weight, router.fc1.bias, router.fc2.weight,
+                router.fc2.bias, router.out.weight, router.balancing_biases, self.choice, self.route_weight,
+                R, c.num_experts + 1, c.num_experts, router.norm.eps,
+            ),
+            dict(
+                BLOCK_R=_pow2(R), BLOCK_C=_pow2(c.num_experts + 1), CHUNK=min(_pow2(R), 32),
+                num_warps=self.tuning["router_warps"],
+            ),
+        )  # fmt: skip
+        return [
+            self._gemv(self.resid, attn.qkv.weight, self.qkv, bias=attn.qkv.bias, norm=layer.attn_norm.weight),
+            cca,
+            attention,
+            self._gemv(self.attention, attn.out.weight, self.resid, bias=attn.out.bias, residual=layer.attn_residual),
+            self._gemv(
+                self.resid, router.down.weight, self.router_state, bias=router.down.bias, norm=layer.moe_norm.weight,
+                write_normed=True, depth=router.depth_scale if i > 0 else None,
+            ),
+            route,
+            self._gemv(self.normed, experts.gate_up, self.act, expert=True, gate_up=True),
+            self._gemv(self.act, experts.down, self.resid, expert=True, residual=layer.moe_residual),
+        ]  # fmt: skip
+
+
+_POINTER_TYPES = {
+    torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.float32: "*fp32", torch.int64: "*i64",
+    torch.int32: "*i32", torch.uint8: "*u8",
+}  # fmt: skip
+
+
+def compile_plan(layers: FusedDecodeLayers, arch: int = 90) -> list[dict[str, Any]]:
+    """Compile every distinct kernel of the plan ahead of time for CUDA compute capability `arch` (to a cubin,
+    with the ptxas Triton carries: no GPU needed). Returns per kernel its name, constexprs and cubin size;
+    raises what Triton raises if one does not build."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    built: dict[tuple[str, str], dict[str, Any]] = {}
+    for launch in layers.plan:
+        fn = launch.kernel
+        values = dict(zip(fn.arg_names, launch.args, strict=False))
+        constexprs = {name: value for name, value in launch.meta.items() if name in fn.arg_names}
+        signature = {}
+        for name in fn.arg_names:
+            if name in constexprs:
+                signature[name] = "constexpr"
+            elif isinstance(values[name], torch.Tensor):
+                signature[name] = _POINTER_TYPES[values[name].dtype]
+            elif isinstance(values[name], bool):
+                signature[name] = "i1"
+            elif isinstance(values[name], int):
+                signature[name] = "i32" if -(2**31) <= values[name] < 2**31 else "i64"
+            else:
+                signature[name] = "fp32"
+        key = (fn.__name__, repr(sorted(constexprs.items())) + repr(sorted(signature.items())))
+        if key in built:
+            continue
+        source = ASTSource(fn, signature, constexprs)
+        compiled = triton.compile(
+            source, target=GPUTarget("cuda", arch, 32), options={"num_warps": launch.meta.get("num_warps", 4)}
+        )
+        built[key] = {"kernel": fn.__name__, "constexprs": constexprs, "cubin_bytes": len(compiled.asm["cubin"])}
+    return list(built.values())
