@@ -36,7 +36,7 @@ from typing import Any
 import torch
 from bench_model import load_hf_twin
 from zaya_config.atomic import write_text_atomic
-from zaya_model import ZayaConfig, ZayaDecoder, build_model, decode_bytes_per_token
+from zaya_model import ZayaConfig, ZayaDecoder, build_model, decode_bytes_per_token, fused_decode
 
 IMPLS = ("triton-graph", "compiled-graph", "graph", "eager")
 TARGETS = {"roofline_batch1_4_layers": 0.5, "roofline_batch1_40_layers": 0.4, "speedup_vs_hf_batch1": 10.0}
@@ -258,9 +258,18 @@ def main() -> None:
         default={},
         help='torch.compile options of the compiled row, e.g. \'{"mode": "max-autotune-no-cudagraphs"}\'',
     )
+    parser.add_argument(
+        "--tuning",
+        type=json.loads,
+        default={},
+        help="launch shapes of the triton row over fused_decode.TUNING, e.g. '{\"gemv_warps\": 4}'",
+    )
     args = parser.parse_args()
     if unknown := sorted(set(args.impls) - set(IMPLS)):
         parser.error(f"--impls {','.join(unknown)}: choose from {','.join(IMPLS)}")
+    if unknown := sorted(set(args.tuning) - set(fused_decode.TUNING)):
+        parser.error(f"--tuning {','.join(unknown)}: choose from {','.join(fused_decode.TUNING)}")
+    fused_decode.TUNING.update(args.tuning)
 
     device = torch.device("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -291,6 +300,7 @@ def main() -> None:
         "torch": torch.__version__,
         "dtype": str(dtype),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "fused_tuning": dict(fused_decode.TUNING),
     }
     write_text_atomic(args.out / "decode.json", json.dumps(summary, indent=1))
     plot(rows, args.out / "decode.png")

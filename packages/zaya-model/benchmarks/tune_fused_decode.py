@@ -21,17 +21,12 @@ from zaya_model import ZayaConfig, ZayaDecoder, build_model, fused_decode
 
 VARIANTS: list[dict[str, int]] = [
     {},
-    {"gemv_programs_per_sm": 1},
-    {"gemv_programs_per_sm": 4},
-    {"gemv_programs_per_sm": 8},
-    {"gemv_block_k": 256},
-    {"gemv_block_k": 1024},
-    {"gemv_warps": 2},
-    {"gemv_warps": 8},
-    {"cca_warps": 8},
-    {"attention_warps": 2},
-    {"router_warps": 4},
-    {"router_warps": 16},
+    {"pdl": 0},
+    {"router_with_down": 1, "router_programs": 64, "router_warps": 8},
+    {"router_with_down": 1, "router_programs": 32, "router_warps": 8},
+    {"router_with_down": 1, "router_programs": 64, "router_warps": 4},
+    {"gemv_tile": 8192, "gemv_warps": 4},
+    {"cca_block_o": 8},
 ]
 
 

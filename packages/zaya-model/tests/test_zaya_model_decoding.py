@@ -293,10 +293,11 @@ import json, sys, torch
 sys.path.insert(0, {tests!r})
 from conftest import _small_config, _randomized_model
 from test_zaya_model_decoding import _decode, _prompts
-from zaya_model import ZayaDecoder
+from zaya_model import ZayaDecoder, fused_decode
 
 results = {{}}
-for name, layers, skip_bias, dtype in {cases!r}:
+for name, layers, skip_bias, dtype, tuning in {cases!r}:
+    fused_decode.TUNING.update(tuning)
     model = _randomized_model(_small_config(num_hidden_layers=layers), seed=5, skip_bias=skip_bias)
     model = model.to(getattr(torch, dtype))
     ids, mask = _prompts(model, B=2, T=5, pad=2, seed=3)
@@ -310,8 +311,9 @@ print(json.dumps(results))
 """
 
 
-def _interpreted(cases: list[tuple[str, int, float, str]]) -> dict:
-    """Run the cases (name, layers, skip bias, dtype) in a process with TRITON_INTERPRET=1."""
+def _interpreted(cases: list[tuple[str, int, float, str, dict]]) -> dict:
+    """Run the cases (name, layers, skip bias, dtype, fused_decode.TUNING changes) in a process with
+    TRITON_INTERPRET=1."""
     script = INTERPRETED.format(tests=str(TESTS), cases=cases)
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
@@ -323,9 +325,16 @@ def _interpreted(cases: list[tuple[str, int, float, str]]) -> dict:
 @pytest.mark.slow
 def test_fused_kernels_compute_the_eager_step_in_the_interpreter():
     """fp32, 3 layers with a depthwise kernel of 3 (a conv state of 3 inputs), a left-padded row, GQA 4:2:
-    routing that sometimes skips, one that always skips (the fused kernels then read no expert), and bf16."""
+    routing that sometimes skips, one that always skips (the fused kernels then read no expert), and bf16;
+    attention over two blocks of cache slots (combined by the last to finish), the router's down-projection
+    as a GEMV launch and inside the router kernel."""
+    with_down = {"router_with_down": 1}
     results = _interpreted(
-        [("mixed", 3, 0.05, "float32"), ("all-skip", 2, 2.0, "float32"), ("bf16", 4, 0.05, "bfloat16")]
+        [
+            ("mixed", 3, 0.05, "float32", {"router_with_down": 0}),
+            ("all-skip", 2, 2.0, "float32", with_down),
+            ("bf16", 3, 0.05, "bfloat16", with_down),
+        ]
     )
     for name in ("mixed", "all-skip"):
         got = results[name]
@@ -384,9 +393,16 @@ def test_fused_kernels_refuse_what_they_cannot_run(small_config, randomized_mode
 @pytest.mark.gpu
 @needs_triton
 @pytest.mark.parametrize("batch", [1, 4])
-def test_fused_kernels_in_a_cuda_graph_match_the_eager_step(small_config, randomized_model, batch):
+@pytest.mark.parametrize("with_down", [0, 1])
+def test_fused_kernels_in_a_cuda_graph_match_the_eager_step(
+    small_config, randomized_model, monkeypatch, batch, with_down
+):
     """What `bench_decode.py` runs as triton-graph: fp32 equal to eager (tokens, logits within 1e-4); bf16 by
-    the bf16 rule of the compiled path."""
+    the bf16 rule of the compiled path. 47 slots: the attention's blocks of 32 are combined; the router's
+    down-projection as a GEMV launch and inside the router kernel (its grid barriers on a real GPU)."""
+    from zaya_model import fused_decode
+
+    monkeypatch.setitem(fused_decode.TUNING, "router_with_down", with_down)
     for dtype in (torch.float32, torch.bfloat16):
         model = _cuda_model(small_config, randomized_model, dtype)
         ids, mask = (t.cuda() for t in _prompts(model, B=batch, T=8, pad=3, seed=11))

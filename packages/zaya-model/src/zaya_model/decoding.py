@@ -98,8 +98,8 @@ class ZayaDecoder:
     cuda_graph: record the step in a CUDA graph (None: when the model is on CUDA, falling back to the
     uncaptured step with a warning if capture fails; True: required).
     generator: the sampling generator, on the model's device (None: the default one).
-    kernels: "torch" (the layers as torch ops, compiled or not) or "triton" (each layer as eight fused Triton
-    kernels, `fused_decode.py`; CUDA, or a CPU under TRITON_INTERPRET=1; top-1 routing).
+    kernels: "torch" (the layers as torch ops, compiled or not) or "triton" (each layer as seven or eight fused
+    Triton kernels, `fused_decode.py`; CUDA, or a CPU under TRITON_INTERPRET=1; top-1 routing).
     """
 
     def __init__(

@@ -1,10 +1,12 @@
-"""`FusedDecodeLayers`: every layer of one decode step as eight Triton launches (`decode_kernels.py`).
+"""`FusedDecodeLayers`: every layer of one decode step as seven or eight Triton launches (`decode_kernels.py`).
 
 `ZayaDecoder(kernels="triton")` runs its layers through this instead of the per-layer torch functions: the
 same function of the same static cache (keys, values, conv state and delayed value written in place at the
 cache's `length` slot), on scratch buffers allocated once, so the step records in a CUDA graph. Top-1 routing
 only (ZAYA1's setting). On a CPU the kernels run under Triton's interpreter (`TRITON_INTERPRET=1`, set before
 Triton is imported): slow, but the same kernel code, which is how the tests check them without a GPU.
+On Hopper and later each kernel is launched with programmatic dependent launch: it starts while the previous
+one runs, loads its weights, then waits for the previous kernel's results (BENCHMARKS.md measures the gain).
 """
 
 from __future__ import annotations
@@ -22,17 +24,28 @@ if TYPE_CHECKING:
     from zaya_model.model import ZayaForCausalLM
 
 
-# Launch shapes (benchmarks/tune_fused_decode.py measures alternatives): a GEMV's programs per SM (it picks the
-# rows a program computes from this), the K chunk of its tile, warps per program of each kernel.
+# Launch shapes (benchmarks/tune_fused_decode.py measures alternatives): the weight elements a GEMV program
+# loads at once, output channels per CCA program, cache slots per attention program, the router's programs
+# (each holds 1/programs of its MLP's rows), warps per program of each kernel.
 TUNING: dict[str, int] = {
-    "gemv_programs_per_sm": 2,
-    "gemv_block_k": 512,
-    "gemv_warps": 4,
+    "gemv_tile": 4096,
+    "gemv_warps": 8,
+    "cca_block_o": 16,
     "cca_warps": 4,
+    "attention_block_s": 32,
     "attention_warps": 4,
-    "attention_block_s": 64,
-    "router_warps": 8,
+    "router_programs": 32,
+    "router_warps": 4,
+    "router_with_down": 0,
+    "pdl": 1,
 }
+# Under Triton's interpreter programs run one after another, each at a large fixed cost: few programs (but
+# more than one wherever a kernel splits work, so the splitting is checked), and one router program (its grid
+# barrier waits for programs that would never run).
+INTERPRETER_TUNING: dict[str, int] = {
+    "gemv_tile": 1 << 14, "cca_block_o": 8, "attention_block_s": 8, "router_programs": 1,
+    "gemv_warps": 1, "cca_warps": 1, "attention_warps": 1, "router_warps": 1, "pdl": 0,
+}  # fmt: skip
 
 
 def _pow2(n: int) -> int:
@@ -43,9 +56,13 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def check_fused_support(model: ZayaForCausalLM, device: torch.device | None) -> None:
     """Raise a one-line ZayaModelError unless the fused kernels can run this model on this device (None: any)."""
-    if device is not None and device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+    if device is not None and device.type != "cuda" and not _interpreting():
         raise ZayaModelError(
             f"kernels='triton' needs a CUDA device (the model is on {device}); on a CPU set TRITON_INTERPRET=1 "
             "before starting Python to run the kernels in Triton's interpreter, or use kernels='torch'"
@@ -70,7 +87,7 @@ def check_fused_support(model: ZayaForCausalLM, device: torch.device | None) -> 
 
 @dataclass(frozen=True)
 class KernelLaunch:
-    """One launch of the plan: `kernel[grid](*args, **meta)` (meta: constexprs and num_warps)."""
+    """One launch of the plan: `kernel[grid](*args, **meta)` (meta: constexprs, num_warps, launch_pdl)."""
 
     kernel: Any  # a triton.JITFunction (an interpreted function under TRITON_INTERPRET=1)
     grid: tuple[int, ...]
@@ -104,25 +121,41 @@ class FusedDecodeLayers:
         self.cos = empty(B, c.rotary_dim, dtype=torch.float32)
         self.sin = empty(B, c.rotary_dim, dtype=torch.float32)
         self.qkv = empty(B, c.q_size + 2 * c.kv_size)
-        self.queries = empty(B, c.num_attention_heads, c.head_dim)
+        self.mixed = empty(B, c.q_size + c.kv_size)
         self.attention = empty(B, c.q_size)
         self.normed = empty(B, c.hidden_size)
         self.router_state = empty(B, c.router_hidden_size)
+        self.router_hidden = empty(2, B, c.router_hidden_size, dtype=torch.float32)
         self.choice = empty(B, dtype=torch.int64)
         self.route_weight = empty(B, dtype=torch.float32)
         self.act = empty(B, c.moe_intermediate_size)
         self.valid = cache.valid.view(torch.uint8)  # the same memory, a dtype Triton loads plainly
         self.eps = torch.finfo(dtype).eps
-        on_gpu = device.type == "cuda"
-        sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 132
-        self.tuning = dict(TUNING)
-        self.target_programs = self.tuning["gemv_programs_per_sm"] * sms
-        if os.environ.get("TRITON_INTERPRET") == "1":  # the interpreter runs a program at a time, any warps
-            self.tuning.update({key: 1 for key in self.tuning if key.endswith("_warps")})
+        self.tuning = {**TUNING, **(INTERPRETER_TUNING if _interpreting() else {})}
+        self.splits = _cdiv(cache.max_len, self.tuning["attention_block_s"])
+        self.partial_acc = empty(B, c.num_attention_heads, self.splits, c.head_dim, dtype=torch.float32)
+        self.partial_ml = empty(B, c.num_attention_heads, self.splits, 2, dtype=torch.float32)
+        # per layer: the router's two barriers and its last-arrival counter, one per (row, query head) for attention
+        self.counters = empty(c.num_hidden_layers, 3 + B * c.num_attention_heads, dtype=torch.int32)
+        # the SMs a GEMV's programs spread over: the device's; few in the interpreter; else an H100/H200's
+        if device.type == "cuda":
+            self.sms = torch.cuda.get_device_properties(device).multi_processor_count
+            self.pdl = bool(self.tuning["pdl"]) and torch.cuda.get_device_capability(device)[0] >= 9
+        else:
+            self.sms = 4 if _interpreting() else 132
+            self.pdl = bool(self.tuning["pdl"]) and not _interpreting()  # AOT builds (compile_plan) target sm_90
         self.plan: list[KernelLaunch] = [launch for i in range(c.num_hidden_layers) for launch in self._layer(i)]
+
+    def _launch_options(self, kernel: str) -> dict[str, Any]:
+        """Warps, and programmatic dependent launch on Hopper and later (each kernel loads its weights while the
+        previous one finishes); the PDL constexpr tells the kernel to signal and wait."""
+        return dict(
+            num_warps=self.tuning[f"{kernel}_warps"], PDL=self.pdl, **({"launch_pdl": True} if self.pdl else {})
+        )
 
     def run(self) -> None:
         """Every layer on `resid` (in place), every layer's state into the cache at its `length` slot."""
+        self.counters.zero_()
         for launch in self.plan:
             launch()
 
@@ -138,13 +171,15 @@ class FusedDecodeLayers:
         write_normed: bool = False,
         expert: bool = False,
         gate_up: bool = False,
+        choice_ready: bool = False,
         residual: torch.nn.Module | None = None,
         depth: torch.Tensor | None = None,
     ) -> KernelLaunch:
         k, c = self.kernels, self.model.config
         N, K = (weight.shape[-2] // 2 if gate_up else weight.shape[-2]), weight.shape[-1]
-        block_k = min(_pow2(K), self.tuning["gemv_block_k"])
-        block_n = max(1, min(64, _pow2(_cdiv(N, self.target_programs)), 8192 // block_k))
+        tile = self.tuning["gemv_tile"]
+        block_k = min(_pow2(K), tile)
+        block_n = max(1, min(tile // (block_k * (2 if gate_up else 1)), _pow2(_cdiv(N, self.sms))))
         epilogue = k.EPILOGUE_RESIDUAL if residual is not None else k.EPILOGUE_DEPTH if depth is not None else 0
         any_ = out  # stands in for the pointers an epilogue does not read
         scales = (
@@ -160,7 +195,8 @@ class FusedDecodeLayers:
         )  # fmt: skip
         meta = dict(
             N=N, K=K, NORM=norm is not None, WRITE_XN=write_normed, HAS_BIAS=bias is not None, EXPERT=expert,
-            GATE_UP=gate_up, EPILOGUE=epilogue, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=self.tuning["gemv_warps"],
+            GATE_UP=gate_up, EPILOGUE=epilogue, BLOCK_N=block_n, BLOCK_K=block_k, CHOICE_READY=choice_ready,
+            **self._launch_options("gemv"),
         )  # fmt: skip
         return KernelLaunch(k.gemv_kernel, (self.cache.batch_size, _cdiv(N, block_n)), args, meta)
 
@@ -170,54 +206,67 @@ class FusedDecodeLayers:
         keys, values, conv_state, delayed = self.cache.layer(i)
         slot, max_len = self.cache.length, self.cache.max_len
         H, KV, d, R = c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.router_hidden_size
+        block_o = min(self.tuning["cca_block_o"], _pow2(d))
         cca = KernelLaunch(
             k.cca_kernel,
-            (rows, H + KV + 1),
+            (rows, (H + KV) * _cdiv(d, block_o) + 1),
             (
                 self.qkv, conv_state, delayed, attn.conv_depthwise_weight, attn.conv_depthwise_bias,
-                attn.conv_grouped_weight, attn.conv_grouped_bias, attn.key_temperature, self.cos, self.sin,
-                self.queries, keys, values, slot, max_len, self.eps,
+                attn.conv_grouped_weight, attn.conv_grouped_bias, self.mixed, values, slot, max_len,
             ),
             dict(
-                H=H, KV=KV, D_HEAD=d, K0=c.cca_time0, K1=c.cca_time1, ROT=c.rotary_dim, BLOCK_D=_pow2(d),
-                BLOCK_HALF=_pow2(max(c.rotary_dim // 2, 1)), BLOCK_PASS=_pow2(max(d - c.rotary_dim, 1)),
-                BLOCK_V=_pow2(c.kv_size), num_warps=self.tuning["cca_warps"],
+                H=H, KV=KV, D_HEAD=d, K0=c.cca_time0, K1=c.cca_time1, BLOCK_O=block_o, BLOCK_D=_pow2(d),
+                BLOCK_K1=_pow2(c.cca_time1), BLOCK_V=_pow2(c.kv_size), **self._launch_options("cca"),
             ),
         )  # fmt: skip
+        counters = self.counters[i]
         attention = KernelLaunch(
             k.attention_kernel,
-            (rows, H),
-            (self.queries, keys, values, self.valid, slot, self.attention, max_len, d**-0.5),
+            (rows, H, self.splits),
+            (
+                self.mixed, self.qkv, conv_state, attn.key_temperature, self.cos, self.sin, keys, values, self.valid,
+                slot, self.partial_acc, self.partial_ml, counters[3:], self.attention, max_len, d**-0.5, self.eps,
+            ),
             dict(
-                H=H, KV=KV, D_HEAD=d, BLOCK_S=self.tuning["attention_block_s"], BLOCK_D=_pow2(d),
-                num_warps=self.tuning["attention_warps"],
+                H=H, KV=KV, D_HEAD=d, ROT=c.rotary_dim, P=c.cca_time0 - 1 + c.cca_time1 - 1, SPLITS=self.splits,
+                BLOCK_S=self.tuning["attention_block_s"], BLOCK_D=_pow2(d), BLOCK_SPLITS=16,
+                **self._launch_options("attention"),
             ),
         )  # fmt: skip
+        with_down = bool(self.tuning["router_with_down"])
+        programs = _cdiv(R, _pow2(_cdiv(R, self.tuning["router_programs"])))
+        depth = router.depth_scale if i > 0 else None
+        any_ = self.router_state  # stands in for the pointers a variant does not read
         route = KernelLaunch(
             k.router_kernel,
-            (rows,),
+            (programs,),
             (
+                self.resid, layer.moe_norm.weight, self.normed, router.down.weight, router.down.bias,
+                any_ if depth is None else depth,
                 self.router_state, router.norm.weight, router.fc1.weight, router.fc1.bias, router.fc2.weight,
-                router.fc2.bias, router.out.weight, router.balancing_biases, self.choice, self.route_weight,
-                R, c.num_experts + 1, c.num_experts, router.norm.eps,
+                router.fc2.bias, router.out.weight, router.balancing_biases, self.router_hidden[0],
+                self.router_hidden[1], counters, self.choice, self.route_weight, rows, c.hidden_size, R,
+                c.num_experts + 1, c.num_experts, c.rms_norm_eps, router.norm.eps,
             ),
             dict(
-                BLOCK_R=_pow2(R), BLOCK_C=_pow2(c.num_experts + 1), CHUNK=min(_pow2(R), 32),
-                num_warps=self.tuning["router_warps"],
+                BLOCK_R=_pow2(R), BLOCK_C=_pow2(c.num_experts + 1), ROWS_PER=_cdiv(R, programs), PROGRAMS=programs,
+                WITH_DOWN=with_down, DEPTH=depth is not None, BLOCK_DM=_pow2(c.hidden_size),
+                XN_CHUNK=_pow2(_cdiv(c.hidden_size, programs)), **self._launch_options("router"),
             ),
+        )  # fmt: skip
+        router_down = self._gemv(
+            self.resid, router.down.weight, self.router_state, bias=router.down.bias, norm=layer.moe_norm.weight,
+            write_normed=True, depth=depth,
         )  # fmt: skip
         return [
             self._gemv(self.resid, attn.qkv.weight, self.qkv, bias=attn.qkv.bias, norm=layer.attn_norm.weight),
             cca,
             attention,
             self._gemv(self.attention, attn.out.weight, self.resid, bias=attn.out.bias, residual=layer.attn_residual),
-            self._gemv(
-                self.resid, router.down.weight, self.router_state, bias=router.down.bias, norm=layer.moe_norm.weight,
-                write_normed=True, depth=router.depth_scale if i > 0 else None,
-            ),
+            *([] if with_down else [router_down]),
             route,
             self._gemv(self.normed, experts.gate_up, self.act, expert=True, gate_up=True),
-            self._gemv(self.act, experts.down, self.resid, expert=True, residual=layer.moe_residual),
+            self._gemv(self.act, experts.down, self.resid, expert=True, choice_ready=True, residual=layer.moe_residual),
         ]  # fmt: skip
 
 
@@ -257,7 +306,9 @@ def compile_plan(layers: FusedDecodeLayers, arch: int = 90) -> list[dict[str, An
             continue
         source = ASTSource(fn, signature, constexprs)
         compiled = triton.compile(
-            source, target=GPUTarget("cuda", arch, 32), options={"num_warps": launch.meta.get("num_warps", 4)}
+            source,
+            target=GPUTarget("cuda", arch, 32),
+            options={key: launch.meta[key] for key in ("num_warps", "launch_pdl") if key in launch.meta},
         )
         built[key] = {"kernel": fn.__name__, "constexprs": constexprs, "cubin_bytes": len(compiled.asm["cubin"])}
     return list(built.values())
