@@ -7,7 +7,7 @@
 Models: zaya1-base width (D 2048, 16 experts of 2048, vocab 262272) with 4 and 40 layers, random bf16
 weights. Per (layers, batch, implementation): a random prompt of --prompt tokens, --warmup steps, then
 --tokens timed steps (CUDA events, no host sync in between). Implementations:
-- `triton-graph`: `ZayaDecoder(kernels="triton", compile=True)`: each layer as eight fused Triton kernels
+- `triton-graph`: `ZayaDecoder(kernels="triton", compile=True)`: each layer as 7-8 fused Triton kernels
   (`fused_decode.py`), the embedding and head through inductor, one CUDA graph per step (GPU only);
 - `compiled-graph`: `ZayaDecoder(compile=True)` (per-layer inductor) replayed from one CUDA graph per step;
 - `graph`: the uncompiled step in one CUDA graph;

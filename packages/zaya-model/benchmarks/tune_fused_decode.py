@@ -22,12 +22,15 @@ from zaya_model import ZayaConfig, ZayaDecoder, build_model, fused_decode
 VARIANTS: list[dict[str, int]] = [
     {},
     {"pdl": 0},
+    {"gemv_tile": 4096, "gemv_warps": 8},
+    {"expert_prefetch": 1},
     {"router_with_down": 1, "router_programs": 64, "router_warps": 8},
     {"router_with_down": 1, "router_programs": 32, "router_warps": 8},
-    {"router_with_down": 1, "router_programs": 64, "router_warps": 4},
-    {"gemv_tile": 8192, "gemv_warps": 4},
-    {"cca_block_o": 8},
-]
+    {"gemv_tile": 4096, "gemv_warps": 8, "expert_prefetch": 1, "router_with_down": 1, "router_programs": 64,
+     "router_warps": 8},
+    {"attention_block_s": 64},
+    {"cca_block_o": 32},
+]  # fmt: skip
 
 
 def main() -> None:

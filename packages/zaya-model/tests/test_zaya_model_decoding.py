@@ -353,14 +353,19 @@ def test_fused_kernels_compute_the_eager_step_in_the_interpreter():
 
 @needs_triton
 @pytest.mark.slow
-def test_fused_kernels_build_for_hopper_without_a_gpu(small_config):
-    """Every kernel of the plan, as `ZayaDecoder(kernels="triton")` launches it for zaya1-base width and for the
-    test model (a conv state of 3), compiles to an sm_90 cubin with the ptxas Triton carries (models on the
-    meta device: only shapes, dtypes and strides matter)."""
-    from zaya_model import ZayaConfig, ZayaStaticCache, build_model
+def test_fused_kernels_build_for_hopper_without_a_gpu(small_config, monkeypatch):
+    """Every kernel of the plan, as `ZayaDecoder(kernels="triton")` launches it for zaya1-base width (default
+    plan) and for the test model (a conv state of 3; both plan options), compiles to an sm_90 cubin with the
+    ptxas Triton carries, each waiting on the previous kernel through PDL (models on the meta device: only
+    shapes, dtypes and strides matter)."""
+    from zaya_model import ZayaConfig, ZayaStaticCache, build_model, fused_decode
     from zaya_model.fused_decode import FusedDecodeLayers, compile_plan
 
-    for config in (ZayaConfig.from_preset("zaya1-base", num_hidden_layers=2, vocab_size=512), small_config()):
+    # GEMV forms: q|k|v, output + residual, router down (then with the depth average), both experts
+    variants = [(ZayaConfig.from_preset("zaya1-base", num_hidden_layers=2, vocab_size=512), {}, 6)]
+    variants.append((small_config(), {"router_with_down": 1, "expert_prefetch": 1}, 4))
+    for config, tuning, gemv_forms in variants:
+        monkeypatch.setattr(fused_decode, "TUNING", {**fused_decode.TUNING, **tuning})
         with torch.device("meta"):
             model = build_model(config).to(torch.bfloat16)
         cache = ZayaStaticCache(config, 2, 64, device="meta", dtype=torch.bfloat16)
@@ -371,9 +376,8 @@ def test_fused_kernels_build_for_hopper_without_a_gpu(small_config):
             "gemv_kernel",
             "router_kernel",
         ]
-        # the five GEMV forms (q|k|v, output + residual, router down, then with the depth average, both experts)
-        assert len([b for b in built if b["kernel"] == "gemv_kernel"]) == 6
-        assert all(b["cubin_bytes"] > 0 for b in built)
+        assert len([b for b in built if b["kernel"] == "gemv_kernel"]) == gemv_forms
+        assert all(b["cubin_bytes"] > 0 and b["waits_on_previous"] for b in built)
 
 
 @needs_triton
@@ -393,16 +397,16 @@ def test_fused_kernels_refuse_what_they_cannot_run(small_config, randomized_mode
 @pytest.mark.gpu
 @needs_triton
 @pytest.mark.parametrize("batch", [1, 4])
-@pytest.mark.parametrize("with_down", [0, 1])
-def test_fused_kernels_in_a_cuda_graph_match_the_eager_step(
-    small_config, randomized_model, monkeypatch, batch, with_down
-):
+@pytest.mark.parametrize("tuning", [{}, {"router_with_down": 1}, {"expert_prefetch": 1}], ids=str)
+def test_fused_kernels_in_a_cuda_graph_match_the_eager_step(small_config, randomized_model, monkeypatch, batch, tuning):
     """What `bench_decode.py` runs as triton-graph: fp32 equal to eager (tokens, logits within 1e-4); bf16 by
-    the bf16 rule of the compiled path. 47 slots: the attention's blocks of 32 are combined; the router's
-    down-projection as a GEMV launch and inside the router kernel (its grid barriers on a real GPU)."""
+    the bf16 rule of the compiled path. 47 slots: the attention's blocks of 32 are combined; the default plan
+    and its two options (the router's down-projection inside the router kernel, behind a grid barrier; the
+    expert down-projection reading the choice before the gate/up GEMV has finished)."""
     from zaya_model import fused_decode
 
-    monkeypatch.setitem(fused_decode.TUNING, "router_with_down", with_down)
+    for key, value in tuning.items():
+        monkeypatch.setitem(fused_decode.TUNING, key, value)
     for dtype in (torch.float32, torch.bfloat16):
         model = _cuda_model(small_config, randomized_model, dtype)
         ids, mask = (t.cuda() for t in _prompts(model, B=batch, T=8, pad=3, seed=11))

@@ -1,9 +1,11 @@
-"""Triton kernels of one fused decode layer: eight launches a layer instead of ~38 (issue 17).
+"""Triton kernels of one fused decode layer: eight launches a layer (seven with the router's down-projection
+inside the router kernel) instead of ~38 (issue 17).
 
 A batch-1 decode layer of zaya1-base reads ~37 MB, 9 us at the H200's copy bandwidth; what inductor makes of
 the layer is 38 kernels of 1-11 us each (BENCHMARKS.md), so launch latency and the latency of dependent
 loads, not bytes, set the step time. These kernels cover the layer in eight launches, and each program
-issues the loads of the weights it needs before it waits on anything:
+issues the loads of the weights it needs before it waits on anything (on Hopper, before the previous kernel
+has finished: programmatic dependent launch, `_dependency_point`):
 
 1. `gemv_kernel` (NORM): attention RMSNorm (each program recomputes the row's statistic) + the q|k|v
    projection;
@@ -14,7 +16,7 @@ issues the loads of the weights it needs before it waits on anything:
    (flash decoding: the last block to finish combines the blocks' online softmax);
 4. `gemv_kernel` (RESIDUAL): the output projection and ZAYA's residual scaling, in place on the fp32 stream;
 5. `gemv_kernel` (NORM, DEPTH): MoE RMSNorm + the router's down-projection and depth average (it also writes
-   the normed input, which the experts read);
+   the normed input, which the experts read); or this inside `router_kernel` (WITH_DOWN);
 6. `router_kernel`: the router MLP over a few dozen programs with one grid barrier, then softmax, biased
    top-1 choice and its weight;
 7. `gemv_kernel` (EXPERT, GATE_UP): the chosen expert's gate and up rows, SiLU(gate) * up;
@@ -88,7 +90,7 @@ def gemv_kernel(
     stride_xb, stride_we, stride_ob, num_experts, eps,
     N: tl.constexpr, K: tl.constexpr, NORM: tl.constexpr, WRITE_XN: tl.constexpr, HAS_BIAS: tl.constexpr, EXPERT: tl.constexpr,
     GATE_UP: tl.constexpr, EPILOGUE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    CHOICE_READY: tl.constexpr, PDL: tl.constexpr,
+    CHOICE_READY: tl.constexpr, WAIT_FIRST: tl.constexpr, PDL: tl.constexpr,
 ):  # fmt: skip
     """out[row, n] = W[n, :] @ x[row] for a block of n (W [N, K] row-major; K contiguous).
 
@@ -96,9 +98,9 @@ def gemv_kernel(
     BLOCK_K >= K) before anything that waits on memory, so the tile's latency overlaps the input's and the
     norm's. NORM: x is the fp32 residual stream; it is RMS-normalised (weight norm_w) on the fly, and with
     WRITE_XN the normed row is also stored in xn (each program stores some of its chunks). EXPERT: W is
-    expert choice[row] of a stack (stride_we apart); class E (skip) reads nothing. With PDL an expert GEMV
-    waits for the router before it lets the next kernel start, so the next (CHOICE_READY: the down-projection)
-    reads the choice and loads its expert's weights while this one runs. GATE_UP: rows n and N + n
+    expert choice[row] of a stack (stride_we apart); class E (skip) reads nothing. With PDL and WAIT_FIRST
+    the gate/up GEMV waits for the router before it lets the next kernel start, so the next (CHOICE_READY:
+    the down-projection) can read the choice and load its expert's weights while this one runs. GATE_UP: rows n and N + n
     are the gate and up projections, out = SiLU(gate) * up. Epilogues: STORE out (+ bias); RESIDUAL the branch
     (times the routing weight for an expert) through ZAYA's residual scaling into the fp32 stream res;
     DEPTH the router state out = W x + b + out_before * depth (the depth average, in place)."""
@@ -113,8 +115,8 @@ def gemv_kernel(
     if EXPERT:
         if CHOICE_READY:  # the previous kernel released this one only once the router had finished
             expert = tl.load(choice_ptr + row, cache_modifier=".cg")
-        else:  # which weights depends on the router's choice: wait for it, then release the next kernel
-            _dependency_point(PDL, WAIT_FIRST=True)
+        else:  # which weights depends on the router's choice: wait for it
+            _dependency_point(PDL, WAIT_FIRST)
             expert = tl.load(choice_ptr + row)
         keep = n_mask & (expert < num_experts)  # the skip class reads no weights
         w_base = w_ptr + tl.minimum(expert, num_experts - 1).to(tl.int64) * stride_we

@@ -24,12 +24,15 @@ if TYPE_CHECKING:
     from zaya_model.model import ZayaForCausalLM
 
 
-# Launch shapes (benchmarks/tune_fused_decode.py measures alternatives): the weight elements a GEMV program
-# loads at once, output channels per CCA program, cache slots per attention program, the router's programs
-# (each holds 1/programs of its MLP's rows), warps per program of each kernel.
+# Launch shapes and plan options (benchmarks/tune_fused_decode.py measures alternatives; the defaults are the
+# plan BENCHMARKS.md measured): the weight elements a GEMV program loads at once, output channels per CCA
+# program, cache slots per attention program, the router's programs (each holds 1/programs of its MLP's rows),
+# warps per program of each kernel; router_with_down: the router's down-projection inside the router kernel
+# (one launch fewer, one more grid barrier); expert_prefetch: the expert down-projection reads the choice and
+# loads its weights while the gate/up GEMV runs (PDL only); pdl: programmatic dependent launch where supported.
 TUNING: dict[str, int] = {
-    "gemv_tile": 4096,
-    "gemv_warps": 8,
+    "gemv_tile": 8192,
+    "gemv_warps": 4,
     "cca_block_o": 16,
     "cca_warps": 4,
     "attention_block_s": 32,
@@ -37,6 +40,7 @@ TUNING: dict[str, int] = {
     "router_programs": 32,
     "router_warps": 4,
     "router_with_down": 0,
+    "expert_prefetch": 0,
     "pdl": 1,
 }
 # Under Triton's interpreter programs run one after another, each at a large fixed cost: few programs (but
@@ -172,6 +176,7 @@ class FusedDecodeLayers:
         expert: bool = False,
         gate_up: bool = False,
         choice_ready: bool = False,
+        release_after_wait: bool = False,
         residual: torch.nn.Module | None = None,
         depth: torch.Tensor | None = None,
     ) -> KernelLaunch:
@@ -195,7 +200,7 @@ class FusedDecodeLayers:
         )  # fmt: skip
         meta = dict(
             N=N, K=K, NORM=norm is not None, WRITE_XN=write_normed, HAS_BIAS=bias is not None, EXPERT=expert,
-            GATE_UP=gate_up, EPILOGUE=epilogue, BLOCK_N=block_n, BLOCK_K=block_k, CHOICE_READY=choice_ready,
+            GATE_UP=gate_up, EPILOGUE=epilogue, BLOCK_N=block_n, BLOCK_K=block_k, CHOICE_READY=choice_ready, WAIT_FIRST=release_after_wait,
             **self._launch_options("gemv"),
         )  # fmt: skip
         return KernelLaunch(k.gemv_kernel, (self.cache.batch_size, _cdiv(N, block_n)), args, meta)
@@ -234,6 +239,7 @@ class FusedDecodeLayers:
             ),
         )  # fmt: skip
         with_down = bool(self.tuning["router_with_down"])
+        prefetch = bool(self.tuning["expert_prefetch"]) and self.pdl
         programs = _cdiv(R, _pow2(_cdiv(R, self.tuning["router_programs"])))
         depth = router.depth_scale if i > 0 else None
         any_ = self.router_state  # stands in for the pointers a variant does not read
@@ -265,8 +271,10 @@ class FusedDecodeLayers:
             self._gemv(self.attention, attn.out.weight, self.resid, bias=attn.out.bias, residual=layer.attn_residual),
             *([] if with_down else [router_down]),
             route,
-            self._gemv(self.normed, experts.gate_up, self.act, expert=True, gate_up=True),
-            self._gemv(self.act, experts.down, self.resid, expert=True, choice_ready=True, residual=layer.moe_residual),
+            self._gemv(self.normed, experts.gate_up, self.act, expert=True, gate_up=True, release_after_wait=prefetch),
+            self._gemv(
+                self.act, experts.down, self.resid, expert=True, choice_ready=prefetch, residual=layer.moe_residual
+            ),
         ]  # fmt: skip
 
 
@@ -278,8 +286,9 @@ _POINTER_TYPES = {
 
 def compile_plan(layers: FusedDecodeLayers, arch: int = 90) -> list[dict[str, Any]]:
     """Compile every distinct kernel of the plan ahead of time for CUDA compute capability `arch` (to a cubin,
-    with the ptxas Triton carries: no GPU needed). Returns per kernel its name, constexprs and cubin size;
-    raises what Triton raises if one does not build."""
+    with the ptxas Triton carries: no GPU needed). Returns per kernel its name, constexprs, cubin size and
+    whether it waits on the previous kernel (PDL's griddepcontrol.wait); raises what Triton raises if one does
+    not build."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -310,5 +319,10 @@ def compile_plan(layers: FusedDecodeLayers, arch: int = 90) -> list[dict[str, An
             target=GPUTarget("cuda", arch, 32),
             options={key: launch.meta[key] for key in ("num_warps", "launch_pdl") if key in launch.meta},
         )
-        built[key] = {"kernel": fn.__name__, "constexprs": constexprs, "cubin_bytes": len(compiled.asm["cubin"])}
+        built[key] = {
+            "kernel": fn.__name__,
+            "constexprs": constexprs,
+            "cubin_bytes": len(compiled.asm["cubin"]),
+            "waits_on_previous": "griddepcontrol.wait" in compiled.asm["ptx"],
+        }
     return list(built.values())

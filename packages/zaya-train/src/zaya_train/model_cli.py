@@ -51,7 +51,7 @@ def generate(
     dtype: str = typer.Option("auto", help="auto (bf16 on cuda, fp32 on cpu) | fp32 | bf16"),
     compile_: bool = typer.Option(False, "--compile", help="torch.compile the decode step (GPU; slower start)"),
     kernels: str = typer.Option(
-        "torch", help="torch | triton: each layer as eight fused Triton kernels (CUDA; top-1 routing)"
+        "torch", help="torch | triton: each layer as seven or eight fused Triton kernels (CUDA; top-1 routing)"
     ),
     tokenizer: str = typer.Option(None, help="Override the tokenizer: 'byte' or a tokenizer.json"),
     stop_at_eos: bool = typer.Option(True, help="Stop at the tokenizer's EOS token"),
