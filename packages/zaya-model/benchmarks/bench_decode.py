@@ -108,12 +108,18 @@ def time_hf_generate(hf, prompt: torch.Tensor, tokens: int) -> tuple[float, torc
     return (t_all - t_one) / tokens, out[0][:, prompt.shape[1] :]
 
 
-def bench_layers(cfg: ZayaConfig, args: argparse.Namespace, device, dtype, copy_gbps: float) -> dict[str, Any]:
-    """All rows for one depth: every implementation and batch, HF at batch 1, greedy checks."""
+def seeded_model(cfg: ZayaConfig, device: torch.device | str, dtype: torch.dtype) -> torch.nn.Module:
+    """cfg's model with random weights drawn from seed 0 (every decode benchmark reads the same weights), in
+    dtype, in eval mode."""
     torch.manual_seed(0)
     with torch.device(device):
         model = build_model(cfg)
-    model = model.to(dtype).eval()
+    return model.to(dtype).eval()
+
+
+def bench_layers(cfg: ZayaConfig, args: argparse.Namespace, device, dtype, copy_gbps: float) -> dict[str, Any]:
+    """All rows for one depth: every implementation and batch, HF at batch 1, greedy checks."""
+    model = seeded_model(cfg, device, dtype)
     max_len = args.prompt + args.warmup + max(args.tokens, args.check_tokens) + 1
     context = args.prompt + args.warmup + args.tokens // 2
     gen = torch.Generator().manual_seed(1)

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import torch
-from bench_decode import time_decoder  # same folder
+from bench_decode import seeded_model, time_decoder  # same folder
 from torch.profiler import ProfilerActivity, profile
 from zaya_config.atomic import write_text_atomic
-from zaya_model import ZayaConfig, ZayaDecoder, build_model
+from zaya_model import ZayaConfig, ZayaDecoder
 
 # each without a graph (the profiler sees every launch) and replayed from its CUDA graph
 IMPLS = {
@@ -72,10 +72,7 @@ def main() -> None:
         print("profile_decode.py needs a CUDA GPU; nothing measured")
         sys.exit(0)
     cfg = ZayaConfig.from_preset("zaya1-base", num_hidden_layers=args.layers)
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = build_model(cfg)
-    model = model.to(torch.bfloat16).eval()
+    model = seeded_model(cfg, "cuda", torch.bfloat16)
     prompt = torch.randint(1, cfg.vocab_size, (1, 128), device="cuda")
     max_len = 128 + 8 + 2 * args.steps + 1
     out: dict = {"layers": args.layers, "batch": 1, "device": torch.cuda.get_device_name()}

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import torch
-from bench_decode import time_decoder  # same folder
+from bench_decode import seeded_model, time_decoder  # same folder
 from zaya_config.atomic import write_text_atomic
-from zaya_model import ZayaConfig, ZayaDecoder, build_model, fused_decode
+from zaya_model import ZayaConfig, ZayaDecoder, fused_decode
 
 VARIANTS: list[dict[str, int]] = [
     {},
@@ -43,10 +43,7 @@ def main() -> None:
         print("tune_fused_decode.py needs a CUDA GPU; nothing measured")
         sys.exit(0)
     cfg = ZayaConfig.from_preset("zaya1-base", num_hidden_layers=args.layers)
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = build_model(cfg)
-    model = model.to(torch.bfloat16).eval()
+    model = seeded_model(cfg, "cuda", torch.bfloat16)
     prompt = torch.randint(1, cfg.vocab_size, (1, 128), device="cuda")
     defaults, rows = dict(fused_decode.TUNING), []
     for variant in VARIANTS:

@@ -44,6 +44,12 @@ def _round(x, dtype: tl.constexpr):
 
 
 @triton.jit
+def _rms_normed(x, rstd, weight, dtype: tl.constexpr):
+    """RMSNorm's output from fp32 x, its 1 / rms and the norm weight, rounded where the eager norm rounds."""
+    return _round(_round(x * rstd, dtype) * weight, dtype)
+
+
+@triton.jit
 def _dependency_point(PDL: tl.constexpr, WAIT_FIRST: tl.constexpr = False):
     """With PDL (programmatic dependent launch, Hopper on): let the next kernel start (it loads its weights while
     this one runs), and wait until the previous kernel has finished and its writes are visible (WAIT_FIRST:
@@ -76,7 +82,7 @@ def _input_chunk(x_row, norm_w_ptr, offs_k, k_mask, rstd, NORM: tl.constexpr, dt
     xv = tl.load(x_row + offs_k, mask=k_mask, other=0.0).to(tl.float32)
     if NORM:
         nw = tl.load(norm_w_ptr + offs_k, mask=k_mask, other=0.0).to(tl.float32)
-        xv = _round(_round(xv * rstd, dt) * nw, dt)
+        xv = _rms_normed(xv, rstd, nw, dt)
     return xv
 
 
@@ -486,9 +492,9 @@ def router_kernel(
         for row in range(rows):
             x = tl.load(resid_ptr + row * D + offs_d, mask=d_mask, other=0.0)
             rstd_x = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / D + moe_eps)
-            xn = _round(_round(x * rstd_x, dt) * mnw, dt)
+            xn = _rms_normed(x, rstd_x, mnw, dt)
             xs = tl.load(resid_ptr + row * D + my_slice, mask=slice_mask, other=0.0)
-            tl.store(normed_ptr + row * D + my_slice, (_round(xs * rstd_x, dt) * mnw_slice).to(dt), mask=slice_mask)
+            tl.store(normed_ptr + row * D + my_slice, _rms_normed(xs, rstd_x, mnw_slice, dt).to(dt), mask=slice_mask)
             y = _round(tl.sum(wd.to(tl.float32) * xn[None, :], axis=1) + bd, dt)
             if DEPTH:
                 prev = tl.load(state_ptr + row * R + mine, mask=mine_mask, other=0.0).to(tl.float32)
@@ -498,7 +504,7 @@ def router_kernel(
     for row in range(rows):
         state = tl.load(state_ptr + row * R + offs_r, mask=r_mask, other=0.0, cache_modifier=".cg").to(tl.float32)
         rstd = 1.0 / tl.sqrt(tl.sum(state * state, axis=0) / R + eps)
-        normed = _round(_round(state * rstd, dt) * nw, dt)
+        normed = _rms_normed(state, rstd, nw, dt)
         h1 = _round(_gelu(_round(tl.sum(w1 * normed[None, :], axis=1) + b1, dt)), dt)
         tl.store(h1_ptr + row * R + mine, h1, mask=mine_mask)
     _grid_barrier(counter_ptr, PROGRAMS)
