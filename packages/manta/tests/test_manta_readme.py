@@ -1,6 +1,7 @@
 """The README's Python examples and commands run as written (in a fresh interpreter / bash, /tmp paths moved
 under tmp_path, the embedding cache shared with the session). The install block is left to the packaging test."""
 
+import json
 import os
 import re
 import subprocess
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from manta.evaluation.world_eval import WORLD_JUDGE
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -53,5 +55,9 @@ def test_readme_commands_run(tmp_path, cache_dir):
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     for folder in ("eval", "eval-smoke", "eval-coco"):
-        assert (tmp_path / folder / "winrates.json").is_file() and (tmp_path / folder / "winrates.png").is_file()
+        assert (tmp_path / folder / "winrates.json").is_file()
+        assert (tmp_path / folder / "winrates.png").read_bytes()[:4] == b"\x89PNG"
+    world = json.loads((tmp_path / "eval" / "winrates.json").read_text())  # the world evaluation's command line
+    assert world["judge"] == WORLD_JUDGE and world["prompts"] == 4 and world["hardware"] == "tiny-cpu"
+    assert set(world["controls"]) == {"prompt-blind", "random-relevant"}
     assert (tmp_path / "plans.json").is_file()

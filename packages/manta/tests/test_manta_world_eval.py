@@ -2,13 +2,9 @@
 the images with the world's judge, whose ties are set by its own seed noise (`ImageJudge.calibrate`). A
 control winning 30% of alignment or quality comparisons fails the test."""
 
-import json
-
 import pytest
-from manta.cli import app
 from manta.evaluation.world_eval import WORLD_JUDGE, world_evaluation
 from manta.world.build import shipped_world
-from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow
 N_PROMPTS, BATCH, STEPS = 12, 2, 20
@@ -25,30 +21,3 @@ def test_the_world_evaluation_believes_the_composer(embedder, cache_dir):
     assert evaluation.coverage >= 0.4 and evaluation.adapters_per_image >= 1.0
     assert evaluation.margins["quality"] > 0.03 and evaluation.seed_noise["quality"] > 0  # calibrated, recorded
     assert evaluation.control_violations() == [], report["tallies"]
-
-
-def test_eval_command_on_the_world_writes_winrates(tmp_path, cache_dir):
-    out = tmp_path / "eval"
-    result = CliRunner().invoke(
-        app,
-        [
-            "eval",
-            "--judge",
-            "world",
-            "--limit",
-            "3",
-            "--batch",
-            "2",
-            "--steps",
-            "4",
-            "--cache-dir",
-            str(cache_dir),
-            "--out",
-            str(out),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    report = json.loads((out / "winrates.json").read_text())
-    assert report["judge"] == WORLD_JUDGE and report["prompts"] == 3 and report["hardware"] == "tiny-cpu"
-    assert set(report["controls"]) == {"prompt-blind", "random-relevant"}
-    assert (out / "winrates.png").read_bytes()[:4] == b"\x89PNG"
