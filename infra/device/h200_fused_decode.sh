@@ -2,13 +2,14 @@
 # One device call for zaya-model's fused decode layer (issue 17), from the repository root on a lent H200:
 #     OUT=$OUT bash infra/device/h200_fused_decode.sh   # <= 570 s (run's timeout_s=600); logs, JSON under $OUT
 # Needs only torch and triton (the GPU image has both): the sources come from the working tree. Runs the fused
-# GPU tests (the default plan and its two options), the launch-shape tuning at 40 layers, then the batch-1
-# benchmark at 4 and 40 layers of TUNING (JSON over fused_decode.TUNING, e.g. the tuning's winner) and of the
-# default plan; each step prints its exit code, seconds and last lines. Record what it prints in
+# GPU tests (the plan's two options off, on and each alone), the launch-shape tuning at 40 layers, then the batch-1
+# benchmark at 4 and 40 layers of the default plan and of TUNING (JSON over fused_decode.TUNING: the previous
+# plan unless set); each step prints its exit code, seconds and last lines. Record what it prints in
 # packages/zaya-model/BENCHMARKS.md.
 set -u
 : "${OUT:?set OUT to a folder for logs and results}"
-TUNING=${TUNING:-'{"gemv_tile": 4096, "gemv_warps": 8, "expert_prefetch": 1, "router_with_down": 1, "router_programs": 64, "router_warps": 8}'}
+# the plan measured before both options were on (tune_fused_decode.PREVIOUS_PLAN), benchmarked beside the default
+TUNING=${TUNING:-'{"gemv_tile": 8192, "gemv_warps": 4, "router_programs": 32, "router_warps": 4, "router_with_down": 0, "expert_prefetch": 0}'}
 export PYTHONPATH=$PWD/packages/zaya-model/src:$PWD/packages/zaya-config/src PYTHONUNBUFFERED=1
 source infra/device/step.sh
 # most telling first (a slot that hangs loses only itself; the slots sum to 570 s, under a call's 600 s):
@@ -17,7 +18,7 @@ TAIL=12 step pytest 150 python3 -m pytest -m gpu -q -p no:cacheprovider -W ignor
   packages/zaya-model/tests/test_zaya_model_decoding.py
 cd packages/zaya-model/benchmarks
 TAIL=12 step tune40 220 python3 tune_fused_decode.py --out "$OUT/tune40" --layers 40 --tokens 128
-TAIL=4 step bench_tuned 100 python3 bench_decode.py --out "$OUT/tuned" --layers 4,40 --batches 1 \
-  --impls triton-graph --no-hf --tuning "$TUNING"
 TAIL=4 step bench_default 100 python3 bench_decode.py --out "$OUT/default" --layers 4,40 --batches 1 \
   --impls triton-graph --no-hf
+TAIL=4 step bench_tuned 100 python3 bench_decode.py --out "$OUT/tuned" --layers 4,40 --batches 1 \
+  --impls triton-graph --no-hf --tuning "$TUNING"

@@ -354,15 +354,16 @@ def test_fused_kernels_compute_the_eager_step_in_the_interpreter():
 @needs_triton
 @pytest.mark.slow
 def test_fused_kernels_build_for_hopper_without_a_gpu(small_config, monkeypatch):
-    """Every kernel of the plan, as `ZayaDecoder(kernels="triton")` launches it for zaya1-base width (default
-    plan) and for the test model (a conv state of 3; both plan options), compiles to an sm_90 cubin with the
+    """Every kernel of the plan, as `ZayaDecoder(kernels="triton")` launches it for zaya1-base width (both plan
+    options off) and for the test model (a conv state of 3; both options on), compiles to an sm_90 cubin with the
     ptxas Triton carries, each waiting on the previous kernel through PDL (models on the meta device: only
     shapes, dtypes and strides matter)."""
     from zaya_model import ZayaConfig, ZayaStaticCache, build_model, fused_decode
     from zaya_model.fused_decode import FusedDecodeLayers, compile_plan
 
     # GEMV forms: q|k|v, output + residual, router down (then with the depth average), both experts
-    variants = [(ZayaConfig.from_preset("zaya1-base", num_hidden_layers=2, vocab_size=512), {}, 6)]
+    base = ZayaConfig.from_preset("zaya1-base", num_hidden_layers=2, vocab_size=512)
+    variants = [(base, {"router_with_down": 0, "expert_prefetch": 0}, 6)]
     variants.append((small_config(), {"router_with_down": 1, "expert_prefetch": 1}, 4))
     for config, tuning, gemv_forms in variants:
         monkeypatch.setattr(fused_decode, "TUNING", {**fused_decode.TUNING, **tuning})
@@ -397,7 +398,11 @@ def test_fused_kernels_refuse_what_they_cannot_run(small_config, randomized_mode
 @pytest.mark.gpu
 @needs_triton
 @pytest.mark.parametrize("batch", [1, 4])
-@pytest.mark.parametrize("tuning", [{}, {"router_with_down": 1}, {"expert_prefetch": 1}], ids=str)
+@pytest.mark.parametrize(
+    "tuning",
+    [{"router_with_down": down, "expert_prefetch": prefetch} for down in (0, 1) for prefetch in (0, 1)],
+    ids=str,
+)
 def test_fused_kernels_in_a_cuda_graph_match_the_eager_step(small_config, randomized_model, monkeypatch, batch, tuning):
     """What `bench_decode.py` runs as triton-graph: fp32 equal to eager (tokens, logits within 1e-4); bf16 by
     the bf16 rule of the compiled path. 47 slots: the attention's blocks of 32 are combined; the default plan

@@ -24,23 +24,23 @@ if TYPE_CHECKING:
     from zaya_model.model import ZayaForCausalLM
 
 
-# Launch shapes and plan options (benchmarks/tune_fused_decode.py measures alternatives; the defaults are the
-# plan BENCHMARKS.md measured): the weight elements a GEMV program loads at once, output channels per CCA
+# Launch shapes and plan options (benchmarks/tune_fused_decode.py measures alternatives against these defaults:
+# both options on, with the launch shapes the 4-layer tuning preferred; BENCHMARKS.md): the weight elements a GEMV program loads at once, output channels per CCA
 # program, cache slots per attention program, the router's programs (each holds 1/programs of its MLP's rows),
 # warps per program of each kernel; router_with_down: the router's down-projection inside the router kernel
 # (one launch fewer, one more grid barrier); expert_prefetch: the expert down-projection reads the choice and
 # loads its weights while the gate/up GEMV runs (PDL only); pdl: programmatic dependent launch where supported.
 TUNING: dict[str, int] = {
-    "gemv_tile": 8192,
-    "gemv_warps": 4,
+    "gemv_tile": 4096,
+    "gemv_warps": 8,
     "cca_block_o": 16,
     "cca_warps": 4,
     "attention_block_s": 32,
     "attention_warps": 4,
-    "router_programs": 32,
-    "router_warps": 4,
-    "router_with_down": 0,
-    "expert_prefetch": 0,
+    "router_programs": 64,
+    "router_warps": 8,
+    "router_with_down": 1,
+    "expert_prefetch": 1,
     "pdl": 1,
 }
 # Under Triton's interpreter programs run one after another, each at a large fixed cost: few programs (but
