@@ -8,9 +8,10 @@
 # packages/zaya-model/BENCHMARKS.md.
 set -u
 : "${OUT:?set OUT to a folder for logs and results}"
-# the plan measured before both options were on (tune_fused_decode.PREVIOUS_PLAN), benchmarked beside the default
-TUNING=${TUNING:-'{"gemv_tile": 8192, "gemv_warps": 4, "router_programs": 32, "router_warps": 4, "router_with_down": 0, "expert_prefetch": 0}'}
 export PYTHONPATH=$PWD/packages/zaya-model/src:$PWD/packages/zaya-config/src PYTHONUNBUFFERED=1
+# the plan measured before both options were on (its one home: tune_fused_decode.PREVIOUS_PLAN)
+TUNING=${TUNING:-$(cd packages/zaya-model/benchmarks && python3 -c \
+  'import json, tune_fused_decode as t; print(json.dumps(t.PREVIOUS_PLAN))')}
 source infra/device/step.sh
 # most telling first (a slot that hangs loses only itself; the slots sum to 570 s, under a call's 600 s):
 # the GPU tests gate adopting an option; the tuning times every variant against the defaults in one process

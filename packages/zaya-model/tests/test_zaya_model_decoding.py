@@ -405,8 +405,8 @@ def test_fused_kernels_refuse_what_they_cannot_run(small_config, randomized_mode
 )
 def test_fused_kernels_in_a_cuda_graph_match_the_eager_step(small_config, randomized_model, monkeypatch, batch, tuning):
     """What `bench_decode.py` runs as triton-graph: fp32 equal to eager (tokens, logits within 1e-4); bf16 by
-    the bf16 rule of the compiled path. 47 slots: the attention's blocks of 32 are combined; the default plan
-    and its two options (the router's down-projection inside the router kernel, behind a grid barrier; the
+    the bf16 rule of the compiled path. 47 slots: the attention's blocks of 32 are combined; the plan's two
+    options off, on and each alone (the router's down-projection inside the router kernel, behind a grid barrier; the
     expert down-projection reading the choice before the gate/up GEMV has finished)."""
     from zaya_model import fused_decode
 

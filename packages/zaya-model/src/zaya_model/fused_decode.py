@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 
 # Launch shapes and plan options (benchmarks/tune_fused_decode.py measures alternatives against these defaults:
-# both options on, with the launch shapes the 4-layer tuning preferred; BENCHMARKS.md): the weight elements a GEMV program loads at once, output channels per CCA
-# program, cache slots per attention program, the router's programs (each holds 1/programs of its MLP's rows),
+# both options on, with the launch shapes the 4-layer tuning preferred; BENCHMARKS.md): the weight elements a
+# GEMV program loads at once, output channels per CCA program, cache slots per attention program, the router's programs (each holds 1/programs of its MLP's rows),
 # warps per program of each kernel; router_with_down: the router's down-projection inside the router kernel
 # (one launch fewer, one more grid barrier); expert_prefetch: the expert down-projection reads the choice and
 # loads its weights while the gate/up GEMV runs (PDL only); pdl: programmatic dependent launch where supported.
