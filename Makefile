@@ -41,8 +41,10 @@ system-deps:
 pretrain: setup
 	$(BIN)/zaya run pretrain $(ARGS)
 
+# Prints its own wall time at the end (pass or fail); tests/README.md records the suite's times.
 test: setup
-	$(BIN)/pytest -n auto $(PYTEST_ARGS)
+	@start=$$(date +%s); $(BIN)/pytest -n auto $(PYTEST_ARGS); status=$$?; \
+	secs=$$(( $$(date +%s) - start )); echo "make test: $$((secs / 60)) min $$((secs % 60)) s wall"; exit $$status
 
 lint: setup
 	$(BIN)/ruff check --no-cache .
