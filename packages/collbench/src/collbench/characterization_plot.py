@@ -7,7 +7,7 @@ One file instead of three because the lent GPU machine hands back only a few fil
 from dataclasses import dataclass
 from pathlib import Path
 
-from collbench.gemm import GemmResult
+from collbench.gemm_shapes import GemmResult
 from collbench.membw import MembwResult
 from collbench.plots import _save, draw_gemm_throughput, draw_membw, draw_n_sweep, plt
 from collbench.roofline import draw_roofline

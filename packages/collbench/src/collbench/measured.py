@@ -15,7 +15,7 @@ from pathlib import Path
 from zaya_config.atomic import write_text_atomic
 from zaya_config.hardware import MEASURED_CEILINGS
 
-from collbench.gemm import GemmResult
+from collbench.gemm_shapes import GemmResult
 from collbench.membw import MembwResult, best_bw, large_buffer_bw
 from collbench.schema import BenchResult
 

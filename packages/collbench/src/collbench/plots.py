@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from zaya_config.atomic import write_atomic
 
-from collbench.gemm import GemmResult
+from collbench.gemm_shapes import GemmResult
 from collbench.membw import MembwResult
 from collbench.schema import BenchResult
 

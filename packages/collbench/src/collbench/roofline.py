@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from collbench.gemm import GemmResult
+from collbench.gemm_shapes import GemmResult
 from collbench.plots import _save, plt
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from zaya_config import HardwareProfile
 
 from collbench.errors import CollbenchError
-from collbench.gemm import GemmResult, GemmShape, quantization_efficiency
+from collbench.gemm_shapes import GemmResult, GemmShape, quantization_efficiency
 
 
 @dataclass

@@ -18,7 +18,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from collbench.gemm import GemmResult
+from collbench.gemm_shapes import GemmResult
 
 GRANULES = (8, 16, 32, 64, 128, 256)
 
