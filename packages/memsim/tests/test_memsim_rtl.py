@@ -1,9 +1,9 @@
 """memsim's generated RTL (memsim.rtl) under Verilator against memsim's Python engine, and under yosys.
 
 Verilator builds take minutes on a 2-core machine, so the default run builds one part (the DDR4 preset), shared
-by every test and test worker through the on-disk build cache (content-hashed, under a lock). `slow`: the DRAMSim3
-reference traces on DDR4, LPDDR4 and GDDR6, and the README's RTL commands (yosys on a small part, which fails
-when the design has a latch). `exhaustive` (ZAYA_EXHAUSTIVE=1; the HBM2 build alone takes ~15 minutes of CI's
+by every test and test worker through the on-disk build cache (content-hashed, under a lock; see conftest.py).
+`slow`: the DRAMSim3 reference traces on DDR4, LPDDR4 and GDDR6, and the README's RTL commands (yosys on a small
+part, which fails when the design has a latch). `exhaustive` (ZAYA_EXHAUSTIVE=1; the HBM2 build alone takes ~15 minutes of CI's
 30): HBM2's reference and random traces, and the stand-alone synth test; BENCHMARKS.md records their results.
 Full DDR4 and HBM2 synthesis: benchmarks/bench_rtl.py.
 """
@@ -18,7 +18,7 @@ from memsim.cli import app
 from memsim.errors import MemsimError
 from memsim.rtl.channel_params import channel_params
 from memsim.rtl.generate import generate_rtl
-from memsim.rtl.verify import DEFAULT_BUILD_ROOT, verify
+from memsim.rtl.verify import default_build_root, verify
 from memsim.spec import load_spec
 from memsim.trace import Trace, format_trace, read_trace
 from typer.testing import CliRunner
@@ -58,7 +58,7 @@ def assert_identical(result) -> None:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_traces_identical(config, seed):
     trace = random_trace(config, 3000, seed)
-    result = verify(config, trace, int(trace.cycles[-1]) + 3000, build_root=DEFAULT_BUILD_ROOT, seed=seed)
+    result = verify(config, trace, int(trace.cycles[-1]) + 3000, build_root=default_build_root(), seed=seed)
     assert_identical(result)
     assert result.reads_completed == result.reads  # the run lasts until every read is back
 
@@ -69,7 +69,7 @@ def test_saturating_trace_drains_writes_and_refreshes():
     n = 4000
     trace = Trace((rng.integers(0, 1 << 20, n) * 64).astype(np.int64), rng.random(n) < 0.5, np.zeros(n, np.int64),
                   True)  # fmt: skip
-    result = verify("ddr4_8gb_x8_3200", trace, 40_000, build_root=DEFAULT_BUILD_ROOT)
+    result = verify("ddr4_8gb_x8_3200", trace, 40_000, build_root=default_build_root())
     assert_identical(result)
     spec = load_spec("ddr4_8gb_x8_3200")
     assert 40_000 // (spec.t("tREFI") // spec.ranks) >= 6  # refreshes happened under load
@@ -81,7 +81,7 @@ def test_reads_return_written_bytes():
     writes = [True, False, False] + [True] * 39 + [False]
     cycles = [0, 1, 2, *list(range(10, 49)), 3000]
     trace = Trace(np.array(addr, np.int64), np.array(writes), np.array(cycles, np.int64), False, eof_quirks=False)
-    result = verify("ddr4_8gb_x8_3200", trace, 4000, build_root=DEFAULT_BUILD_ROOT, seed=5)
+    result = verify("ddr4_8gb_x8_3200", trace, 4000, build_root=default_build_root(), seed=5)
     assert_identical(result)
     assert result.reads_completed == 3
 
@@ -127,7 +127,7 @@ def test_cli_verify(tmp_path):
     path = tmp_path / "t.trace"
     path.write_text(format_trace(trace))
     done = CliRunner().invoke(app, ["rtl", "verify", "ddr4_8gb_x8_3200", str(path), "--cycles", "20000",
-                                    "--build-dir", str(DEFAULT_BUILD_ROOT)])  # fmt: skip
+                                    "--build-dir", str(default_build_root())])  # fmt: skip
     assert done.exit_code == 0, done.output
     assert "identical" in done.output
 
@@ -166,7 +166,7 @@ def test_reference_traces_identical(reference_dir: Path, config):
     assert len(runs) == 5
     for run in runs:
         result = verify(reference_dir / run["config"], read_trace(reference_dir / run["trace"]), run["cycles"],
-                        build_root=DEFAULT_BUILD_ROOT)  # fmt: skip
+                        build_root=default_build_root())  # fmt: skip
         assert_identical(result)
 
 

@@ -6,7 +6,9 @@
 
 The array layout the engine shares with the numba engine is written into `memsim_layout.h` from
 `memsim.compiled.layout` at build time, with the version of the config file it reads (`native_config.VERSION`). A build is reused while its sources, layout and flags are unchanged
-(a content hash names it); a lock makes concurrent builds (test workers) wait for one another.
+(a content hash names it); a lock makes concurrent builds (test workers) wait for one another. With
+`MEMSIM_BUILD_CACHE` set (`memsim.build_dirs`), a library is compiled once there and copied where it is asked
+for.
 """
 
 import fcntl
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from zaya_config.atomic import write_file_atomic, write_text_atomic
 
+from memsim.build_dirs import build_cache
 from memsim.compiled import layout
 from memsim.errors import MemsimError
 
@@ -61,8 +64,20 @@ def compiler() -> str:
     return cxx
 
 
+def library_digest(kind: str) -> str:
+    """The hash that names a build of the `kind` library: its sources, the layout header, compiler and flags."""
+    if kind not in LIBRARIES:
+        raise MemsimError(f"unknown native library {kind!r}; choose one of {', '.join(LIBRARIES)}")
+    digest = hashlib.sha256(layout_header().encode())
+    for name in [*LIBRARIES[kind], *(p.name for p in sorted(NATIVE_DIR.glob("*.h")))]:
+        digest.update(name.encode() + (NATIVE_DIR / name).read_bytes())
+    digest.update(" ".join([compiler(), *CXXFLAGS]).encode())
+    return digest.hexdigest()
+
+
 def build_library(kind: str, out_dir: Path) -> Path:
-    """Build (or reuse) the `kind` library ('native' or 'simdram') under `out_dir`; return its path."""
+    """Build (or reuse) the `kind` library ('native' or 'simdram') under `out_dir`; return its path. With
+    `MEMSIM_BUILD_CACHE` set it is compiled once under the cache (`native-<kind>-<hash>`) and copied to `out_dir`."""
     if kind not in LIBRARIES:
         raise MemsimError(f"unknown native library {kind!r}; choose one of {', '.join(LIBRARIES)}")
     includes = [NATIVE_DIR]
@@ -73,16 +88,15 @@ def build_library(kind: str, out_dir: Path) -> Path:
         includes.append(svdpi)
     cxx = compiler()
     header = layout_header()
-    digest = hashlib.sha256(header.encode())
-    for name in [*LIBRARIES[kind], *(p.name for p in sorted(NATIVE_DIR.glob("*.h")))]:
-        digest.update(name.encode() + (NATIVE_DIR / name).read_bytes())
-    digest.update(" ".join([cxx, *CXXFLAGS]).encode())
+    digest = library_digest(kind)
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / f"libmemsim_{kind}.so"
     stamp = out_dir / f"libmemsim_{kind}.sha256"
+    cache = build_cache()
+    shared = None if cache is None else cache / f"native-{kind}-{digest[:16]}"
     with open(out_dir / f".libmemsim_{kind}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if lib.is_file() and stamp.is_file() and stamp.read_text() == digest.hexdigest():
+        if lib.is_file() and stamp.is_file() and stamp.read_text() == digest:
             return lib
         gen = out_dir / "include"
         gen.mkdir(exist_ok=True)
@@ -95,6 +109,10 @@ def build_library(kind: str, out_dir: Path) -> Path:
             if done.returncode != 0:
                 raise MemsimError(f"building {lib.name} failed:\n{done.stderr[-4000:]}")
 
-        write_file_atomic(lib, compile_to)
-        write_text_atomic(stamp, digest.hexdigest())
+        if shared is not None and shared.resolve() != out_dir.resolve():
+            built = build_library(kind, shared)  # compiled once for every process sharing the cache
+            write_file_atomic(lib, lambda tmp: shutil.copyfile(built, tmp))
+        else:
+            write_file_atomic(lib, compile_to)
+        write_text_atomic(stamp, digest)
     return lib

