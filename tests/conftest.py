@@ -1,14 +1,15 @@
-"""Fixtures for cross-package tests: a per-worker wheelhouse of every workspace package."""
+"""Fixtures for cross-package tests: workspace wheels (built once, cached under `.cache/tests/`) and a per-worker
+wheelhouse that holds links to the ones this test process has asked for."""
 
 from pathlib import Path
 
 import pytest
-from packaging_helpers import build_wheel, torch_link_dir, workspace_projects
+from packaging_helpers import cached_wheel, torch_link_dir, workspace_projects
 
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Folder where workspace wheels are built on demand (once per test process)."""
+    """Folder of this test process's workspace wheels (links to the cached ones), pip's `--find-links`."""
     return tmp_path_factory.mktemp("wheelhouse")
 
 
@@ -26,12 +27,17 @@ def built_wheels(wheelhouse: Path) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def wheel_for(wheelhouse: Path, built_wheels: dict[str, Path]):
-    """Build (once) and return the wheel of a workspace distribution."""
+    """The wheel of a workspace distribution: built once for its sources by any test process (the cache), linked
+    into this process's wheelhouse."""
     projects = workspace_projects()
 
     def get(name: str) -> Path:
         if name not in built_wheels:
-            built_wheels[name] = build_wheel(projects[name], wheelhouse)
+            wheel = cached_wheel(projects[name])
+            link = wheelhouse / wheel.name
+            if not link.exists():
+                link.symlink_to(wheel)
+            built_wheels[name] = link
         return built_wheels[name]
 
     return get

@@ -4,7 +4,7 @@ import subprocess
 import tomllib
 
 import pytest
-from packaging_helpers import fresh_venv, internal_closure, pip_install, workspace_projects
+from packaging_helpers import fresh_venv, internal_closure, pip_install, venv_pip, workspace_projects
 
 PROJECTS = workspace_projects()
 
@@ -32,7 +32,11 @@ def test_package_installs_alone(name, tmp_path, wheel_for, wheelhouse, torch_lin
     result = pip_install(python, wheels, wheelhouse)
     assert result.returncode == 0, result.stderr[-3000:]
 
-    installed = subprocess.run([python, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True).stdout
+    listing = venv_pip(python, "list", "--format=freeze")
+    assert listing.returncode == 0, listing.stderr[-3000:]
+    installed = listing.stdout
+    names = {line.split("==")[0].lower() for line in installed.splitlines()}
+    assert set(wanted) <= names, f"`pip list` of the fresh venv lacks {set(wanted) - names}:\n{installed}"
     siblings = {n for n in PROJECTS if n not in wanted}
     leaked = [line for line in installed.splitlines() if line.split("==")[0].lower() in siblings]
     assert not leaked, f"{name} pulled in other workspace packages: {leaked}"
