@@ -25,28 +25,45 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return proc
 
 
+# 32 steps of 16 x 128, then 8 steps of 16 x 256 at theta 1e5
+MAIN_JOB = [
+    "recipe.phases.0.tokens=65536",
+    "recipe.phases.1.tokens=32768",
+    "train.data.sources.library.max_files=60",
+    "train.data.sources.tests.max_files=60",
+    "train.data.val_fraction=0.15",
+    "train.eval.sample_tokens=0",
+    "train.eval.downstream.tasks=[]",
+    "train.plots=false",
+    "logging.progress=false",
+]
+
+
+def _main_job_run() -> Path:
+    """The main job's run dir (the pretrain service as a subprocess, shortened by MAIN_JOB), built once and
+    cached (see tests/artifact_cache.py), keyed by the service, the training sources and configs (every
+    package's src/), the overrides, the stdlib it trains on (Python version and location) and torch's version.
+    Only read here: the export writes into the test's own folder."""
+    import sysconfig
+
+    from trained_runs import cached_run, run_dir_key
+
+    def build(folder: Path) -> None:
+        service = [str(ROOT / "services" / "pretrain" / "main.py"), f"paths.root_dir={folder}"]
+        _run(*service, f"hydra.run.dir={folder / 'run'}", *MAIN_JOB, cwd=folder)
+
+    key = run_dir_key(ROOT / "services" / "pretrain", *MAIN_JOB, sysconfig.get_paths()["stdlib"])
+    return cached_run("main-job-run", key, build) / "run"
+
+
 @pytest.mark.slow
 def test_zaya_model_scores_equal_the_hf_model_on_the_exported_weights(tmp_path):
     from lm_eval import simple_evaluate
     from zaya_train.evals.harness import scores, task_manager
     from zaya_train.evals.lm import ZayaLM
 
-    _run(
-        str(ROOT / "services" / "pretrain" / "main.py"),
-        f"paths.root_dir={tmp_path}",
-        f"hydra.run.dir={tmp_path / 'run'}",
-        "recipe.phases.0.tokens=65536",  # 32 steps of 16 x 128, then 8 steps of 16 x 256 at theta 1e5
-        "recipe.phases.1.tokens=32768",
-        "train.data.sources.library.max_files=60",
-        "train.data.sources.tests.max_files=60",
-        "train.data.val_fraction=0.15",
-        "train.eval.sample_tokens=0",
-        "train.eval.downstream.tasks=[]",
-        "train.plots=false",
-        "logging.progress=false",
-        cwd=tmp_path,
-    )
-    run, hf = tmp_path / "run", tmp_path / "hf"
+    run = _main_job_run()
+    hf = tmp_path / "hf"
     _run("-m", "zaya_cli.app", "ckpt", "convert", str(run / "checkpoints"), str(hf), "--to", "hf", cwd=tmp_path)
     config = json.loads((hf / "config.json").read_text())
     assert config["rope_parameters"]["hybrid"]["rope_theta"] == 1e5 and config["eos_token_id"] == 256

@@ -8,6 +8,14 @@ import torch
 from zaya_model import ZayaConfig, ZayaForCausalLM, build_model
 
 
+def pytest_configure(config):
+    """Compiled tests and the subprocesses they start share one compile cache (tests/inductor_cache.py); here,
+    not at import, since the Triton-interpreter checks import this file in a plain Python process."""
+    from inductor_cache import use_shared_inductor_cache
+
+    use_shared_inductor_cache()
+
+
 def _small_config(**overrides) -> ZayaConfig:
     """3 layers (so EDA chains through two routers), GQA 4:2, kernels 3 and 2, 4 experts + skip."""
     base = dict(num_hidden_layers=3, cca_time0=3, cca_time1=2, name="test-small")

@@ -6,6 +6,13 @@ from pathlib import Path
 import pytest
 
 
+def pytest_configure(config):
+    """Compiled tests and the subprocesses they start share one compile cache (tests/inductor_cache.py)."""
+    from inductor_cache import use_shared_inductor_cache
+
+    use_shared_inductor_cache()
+
+
 @pytest.fixture
 def tiny_sources():
     """Two small real sources from the standard library: the `json` and `email` packages."""
@@ -130,8 +137,15 @@ def pretrain():
 
 
 @pytest.fixture(scope="session")
-def eval_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A trained run dir (32 steps, two phases; checkpoints at steps 16 and 32) shared by the eval tests."""
-    root = tmp_path_factory.mktemp("eval-run")
-    _pretrain(root / "run", root / "cache")
-    return root / "run"
+def eval_run() -> Path:
+    """A trained run dir (32 steps, two phases; checkpoints at steps 16 and 32) shared by the eval tests: built
+    once (every test process of a session, and later sessions, share it; see tests/artifact_cache.py), keyed by
+    `run_dir_key` of `_pretrain`'s source. Read-only: a test that writes into it works on a copy."""
+    import inspect
+
+    from trained_runs import cached_run, run_dir_key
+
+    def build(folder: Path) -> None:
+        _pretrain(folder / "run", folder / "cache")
+
+    return cached_run("zaya-train-eval-run", run_dir_key(inspect.getsource(_pretrain)), build) / "run"

@@ -21,20 +21,33 @@ def _generate(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
-@pytest.fixture
-def trained(make_trainer, tmp_path) -> tuple[Path, dict[str, torch.Tensor]]:
-    """A real run dir: 6 steps of the byte-tokenizer tiny model, checkpoints at 4 and 6, config.yaml as the
-    pretrain service writes it (the model, train and recipe groups); and the weights the run ended with."""
+def _train_run(make_trainer, folder: Path) -> None:
+    """6 steps of the byte-tokenizer tiny model into `folder/run`, checkpoints at 4 and 6, config.yaml as the
+    pretrain service writes it (the model, train and recipe groups); the final weights in `folder/final.pt`."""
     from omegaconf import OmegaConf
     from zaya_model import ZayaConfig
     from zaya_train.config import CheckpointConfig
 
-    run = tmp_path / "run"
+    run = folder / "run"
     trainer = make_trainer(run_dir=run, checkpoint=CheckpointConfig(every_steps=4), max_steps=6)
     trainer.run()
     groups = {"model": ZayaConfig.from_preset("zaya1-tiny"), "train": trainer.cfg, "recipe": trainer.recipe}
     (run / "config.yaml").write_text(OmegaConf.to_yaml({k: OmegaConf.structured(v) for k, v in groups.items()}))
-    return run, {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    torch.save({k: v.detach().clone() for k, v in trainer.model.state_dict().items()}, folder / "final.pt")
+
+
+@pytest.fixture
+def trained(make_trainer) -> tuple[Path, dict[str, torch.Tensor]]:
+    """A real run dir (see `_train_run`) and the weights the run ended with. Built once and cached (shared by
+    this file's tests and later sessions), keyed by the training sources, conftest.py and `_train_run`; the
+    tests only read it."""
+    import inspect
+
+    from trained_runs import cached_run, run_dir_key
+
+    key = run_dir_key(Path(__file__).with_name("conftest.py"), inspect.getsource(_train_run))
+    folder = cached_run("zaya-train-generate-run", key, lambda folder: _train_run(make_trainer, folder))
+    return folder / "run", torch.load(folder / "final.pt", weights_only=True)
 
 
 @pytest.mark.slow
