@@ -1,8 +1,12 @@
 """Real 2-process gloo runs under torchrun: DDP, DDP + ZeRO-1 and FSDP2 match one process with the same
 global batch (same data per step, same losses, same weights within fp32 tolerance), and each strategy's
 sharded checkpoint loads back into a fresh trainer exactly. A 2-rank ZeRO-1 checkpoint resumes bitwise on
-2 ranks and, by parameter name, on 1 and 3 ranks."""
+2 ranks and, by parameter name, on 1 and 3 ranks; context parallelism matches one process and its checkpoints
+resume on another cp size."""
 
+import functools
+import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -14,25 +18,156 @@ import torch
 
 WORKER = Path(__file__).with_name("train_dist_worker.py")
 
+# The runs go in a few launches (LAUNCHES): each launch runs several runs in turn in the same ranks (the worker's
+# --jobs), so the interpreter, torch import and gloo start-up are paid once per launch instead of once per run;
+# every run is still a fresh trainer on a real gloo process group. A test reads the results of its runs.
+# ZeRO-1 checkpoints: 6 sequences per step split over 1, 2 and 3 ranks; a checkpoint at step 3 of 5.
+ZERO1 = ["--optimizer", "muon", "--steps", "5", "--global-batch", "6", "--micro-batch", "1", "--checkpoint-every", "3"]
+ZERO1_RANKS = ["--strategy", "ddp", "--zero1", *ZERO1]
+# Context parallelism (zigzag chunks over a CP group, distributed/mesh.py): sequences of 30 tokens, which do
+# not divide into 2 x cp chunks (the end is padded and unlabelled), against one process on the same batches.
+CP_SEQ = ["--seq-len", "30"]
+CP_RUNS = {
+    "cp2-ddp": ["--strategy", "ddp", "--context-parallel", "2", *CP_SEQ],
+    "cp2-zero1": ["--strategy", "ddp", "--zero1", "--context-parallel", "2", *CP_SEQ],
+    "cp2-fsdp": ["--strategy", "fsdp", "--context-parallel", "2", *CP_SEQ],
+    "cp2-ddp-recompute": [
+        "--strategy",
+        "ddp",
+        "--context-parallel",
+        "2",
+        "--activation-checkpointing",
+        "full",
+        *CP_SEQ,
+    ],
+}
+CP4_RUNS = {
+    "cp4-ddp": ["--strategy", "ddp", "--context-parallel", "4", *CP_SEQ],
+    "dp2xcp2-fsdp": ["--strategy", "fsdp", "--context-parallel", "2", *CP_SEQ],  # dp 2 x cp 2
+}
+LONG_PHASES = ["--steps", "4", "--long-steps", "2", *CP_SEQ]
+BF16 = ["--precision", "bf16", *CP_SEQ]
+# A checkpoint does not depend on cp: a 2-rank cp 2 run saved at step 3 of 5 resumes on cp 2 bit for bit, and
+# on cp 1 (one process) and cp 4 (four processes) with the same steps 4 and 5 (sums in another order).
+CP_RESUME = ["--optimizer", "muon", "--steps", "5", "--checkpoint-every", "3", *CP_SEQ]
+CP2_RANKS = ["--strategy", "ddp", "--context-parallel", "2"]
+# launch -> (world size, {run: worker arguments}, {run dir: "launch/snapshot" copied into its checkpoints/});
+# an argument "{x}" is the path x in the launch's folder. A launch resuming from another's snapshot runs after it.
+LAUNCHES = {
+    "baselines": (
+        1,
+        {
+            "single": ["--strategy", "single"],
+            "single-cp": ["--strategy", "single", *CP_SEQ],
+            "single-long": ["--strategy", "single", *LONG_PHASES],
+            "single-bf16": ["--strategy", "single", *BF16],
+        },
+        {},
+    ),
+    "two-rank": (
+        2,
+        {
+            "ddp": ["--strategy", "ddp"],
+            "ddp-zero1": ["--strategy", "ddp", "--zero1"],
+            "fsdp": ["--strategy", "fsdp"],
+            "switch": ["--strategy", "ddp", "--long-cp", "2", *LONG_PHASES],  # p0 dp 2, the long phase cp 2
+            "cp2-bf16": [*CP2_RANKS, *BF16],
+        },
+        {},
+    ),
+    "cp-two-rank": (2, CP_RUNS, {}),
+    "cp-four-rank": (4, CP4_RUNS, {}),
+    "references": (  # uninterrupted 5-step runs, each with a copy of its checkpoint root at step 3
+        2,
+        {
+            "zero1-reference": [*ZERO1_RANKS, "--snapshot-at", "3", "--snapshot", "{zero1-snapshot}"],
+            "cp-reference": [*CP2_RANKS, *CP_RESUME, "--snapshot-at", "3", "--snapshot", "{cp-snapshot}"],
+        },
+        {},
+    ),
+    "resumes-two-rank": (
+        2,
+        {
+            "resume2": [*ZERO1_RANKS, "--run-dir", "{run-resume2}"],
+            "resume-cp2": [*CP2_RANKS, *CP_RESUME, "--run-dir", "{run-resume-cp2}"],
+        },
+        {"run-resume2": "references/zero1-snapshot", "run-resume-cp2": "references/cp-snapshot"},
+    ),
+    # one process has no process group: it resumes into the unsharded optimizer (`strategy: single`)
+    "resumes-one-rank": (
+        1,
+        {
+            "resume1": ["--strategy", "single", *ZERO1, "--run-dir", "{run-resume1}"],
+            "resume-cp1": ["--strategy", "single", *CP_RESUME, "--run-dir", "{run-resume-cp1}"],
+        },
+        {"run-resume1": "references/zero1-snapshot", "run-resume-cp1": "references/cp-snapshot"},
+    ),
+    "resumes-three-rank": (
+        3,
+        {"resume3": [*ZERO1_RANKS, "--run-dir", "{run-resume3}"]},
+        {"run-resume3": "references/zero1-snapshot"},
+    ),
+    "resumes-four-rank": (
+        4,
+        {"resume-cp4": ["--strategy", "ddp", "--context-parallel", "4", *CP_RESUME, "--run-dir", "{run-resume-cp4}"]},
+        {"run-resume-cp4": "references/cp-snapshot"},
+    ),
+}
 
-def _run(tmp_path: Path, name: str, nproc: int, *args: str, fails: bool = False) -> dict | str:
-    """Run the worker on `nproc` ranks; its result (or, with `fails`, its stderr: it must fail)."""
-    out = tmp_path / f"{name}.pt"
-    if nproc == 1:
+
+def _launch(folder: Path, nproc: int, jobs: dict[str, list[str]]) -> None:
+    """Run `jobs` (name -> worker arguments) in turn in one launch of `nproc` ranks (torchrun, or one plain
+    process); job `name` writes `folder/name.pt` and, unless given --run-dir, trains in `folder/run-name`."""
+    spec = folder / "jobs.json"
+
+    def job(name: str, args: list[str]) -> list[str]:
+        args = [str(folder / a[1:-1]) if a.startswith("{") else a for a in args]
+        return [*args, "--cache", str(folder / "cache"), "--out", str(folder / f"{name}.pt")]
+
+    spec.write_text(json.dumps([job(name, args) for name, args in jobs.items()]))
+    if nproc == 1:  # torchrun gives its ranks one intra-op thread each; so does this (a second would only spin)
         cmd = [sys.executable, str(WORKER)]
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", str(WORKER)]
-    proc = subprocess.run(
-        [*cmd, "--cache", str(tmp_path / "cache"), "--out", str(out), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if fails:
-        assert proc.returncode != 0, proc.stderr[-4000:]
-        return proc.stderr
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([*cmd, "--jobs", str(spec)], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return torch.load(out, weights_only=False)
+
+
+@functools.cache
+def _launch_folder(launch: str) -> Path:
+    """The folder of a launch's runs, built once and shared by the xdist workers and later sessions
+    (tests/artifact_cache.py), keyed by the worker's source, the launch and the launches it copies from."""
+    from trained_runs import cached_run, run_dir_key
+
+    nproc, jobs, copies = LAUNCHES[launch]
+    sources = {src: _launch_folder(src.split("/")[0]) / src.split("/")[1] for src in copies.values()}
+
+    def build(folder: Path) -> None:
+        for run_dir, src in copies.items():
+            shutil.copytree(sources[src], folder / run_dir / "checkpoints")
+        _launch(folder, nproc, jobs)
+        shutil.rmtree(folder / "cache")  # the tokenized data: any launch that needs it tokenizes it again
+
+    key = run_dir_key(WORKER, json.dumps(LAUNCHES[launch]), *sorted(str(p.parent.name) for p in sources.values()))
+    return cached_run(f"zaya-train-dist-{launch}", key, build)
+
+
+class Runs:
+    """The runs of LAUNCHES by name; a run's launch starts the first time a test asks for one of its runs."""
+
+    def folder(self, launch: str) -> Path:
+        return _launch_folder(launch)
+
+    def result(self, name: str) -> dict:
+        (launch,) = (launch for launch, (_, jobs, _) in LAUNCHES.items() if name in jobs)
+        return torch.load(self.folder(launch) / f"{name}.pt", weights_only=False)
+
+
+@pytest.fixture(scope="session")
+def runs() -> Runs:
+    """Every distributed run and its one-process reference, shared by the tests that compare them."""
+    return Runs()
 
 
 def _assert_match(ref: dict, got: dict) -> None:
@@ -45,29 +180,13 @@ def _assert_match(ref: dict, got: dict) -> None:
         assert torch.allclose(got["weights"][key], value, atol=2e-4, rtol=1e-3), key
 
 
-@pytest.fixture(scope="module")
-def single(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("dist")
-    return tmp, _run(tmp, "single", 1, "--strategy", "single")
-
-
 @pytest.mark.distributed
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "strategy",
-    [["--strategy", "ddp"], ["--strategy", "ddp", "--zero1"], ["--strategy", "fsdp"]],
-    ids=["ddp", "ddp-zero1", "fsdp"],
-)
-def test_two_process_run_matches_single_process(single, strategy):
-    tmp, ref = single
+@pytest.mark.parametrize("name", ["ddp", "ddp-zero1", "fsdp"])
+def test_two_process_run_matches_single_process(runs, name):
+    ref = runs.result("single")
     assert ref["losses"][-1] < ref["losses"][0]  # it trains
-    got = _run(tmp, "-".join(strategy).strip("-"), 2, *strategy)
-    _assert_match(ref, got)
-
-
-# ZeRO-1 checkpoints: 6 sequences per step split over 1, 2 and 3 ranks; a checkpoint at step 3 of 5.
-ZERO1 = ["--optimizer", "muon", "--steps", "5", "--global-batch", "6", "--micro-batch", "1", "--checkpoint-every", "3"]
-ZERO1_RANKS = ["--strategy", "ddp", "--zero1", *ZERO1]
+    _assert_match(ref, runs.result(name))
 
 
 def _logical(step_dir: Path, tmp_path: Path) -> dict:
@@ -79,29 +198,22 @@ def _logical(step_dir: Path, tmp_path: Path) -> dict:
     return torch.load(out, weights_only=False)
 
 
-def _run_dir_from(snapshot: Path, run_dir: Path) -> Path:
-    shutil.copytree(snapshot, run_dir / "checkpoints")
-    return run_dir
-
-
-@pytest.fixture(scope="module")
-def zero1_reference(tmp_path_factory):
-    """An uninterrupted 2-rank ZeRO-1 run of 5 steps, and a copy of its checkpoint root at step 3."""
-    tmp = tmp_path_factory.mktemp("zero1")
-    snap = tmp / "snapshot"
-    ref = _run(tmp, "reference", 2, *ZERO1_RANKS, "--snapshot-at", "3", "--snapshot", str(snap))
+@pytest.fixture(scope="session")
+def zero1_reference(runs):
+    """An uninterrupted 2-rank ZeRO-1 run of 5 steps (6 sequences per step), and its checkpoint root at step 3."""
+    ref = runs.result("zero1-reference")
     assert sorted(ref["step_losses"]) == [1, 2, 3, 4, 5]
-    return tmp, ref, snap
+    return ref, runs.folder("references") / "zero1-snapshot"
 
 
 @pytest.mark.distributed
 @pytest.mark.slow
-def test_zero1_checkpoint_holds_logical_optimizer_state(zero1_reference):
-    tmp, _, snap = zero1_reference
+def test_zero1_checkpoint_holds_logical_optimizer_state(zero1_reference, tmp_path):
+    _, snap = zero1_reference
     step3 = snap / "step_00000003"
     for rank in range(2):  # no optimizer shard in the pickled train state any more
         assert "zero1_optim" not in pickle.loads((step3 / f"train-rank{rank:05d}.pkl").read_bytes())
-    saved = _logical(step3, tmp)
+    saved = _logical(step3, tmp_path)
     # every parameter's state, once, under its name (the tied head under the embedding's), with the global
     # param groups: what DDP without ZeRO writes
     from zaya_model import ZayaConfig, ZayaForCausalLM
@@ -117,14 +229,17 @@ def test_zero1_checkpoint_holds_logical_optimizer_state(zero1_reference):
 
 @pytest.mark.distributed
 @pytest.mark.slow
-def test_zero1_resume_on_same_world_is_bitwise(zero1_reference):
-    tmp, ref, snap = zero1_reference
-    run_dir = _run_dir_from(snap, tmp / "resume2")
-    got = _run(tmp, "resume2", 2, *ZERO1_RANKS, "--run-dir", str(run_dir))
+def test_zero1_resume_on_same_world_is_bitwise(runs, zero1_reference, tmp_path):
+    ref, _ = zero1_reference
+    run_dir = runs.folder("resumes-two-rank") / "run-resume2"
+    got = runs.result("resume2")
     assert got["start_step"] == 3 and got["step_losses"] == {s: ref["step_losses"][s] for s in (4, 5)}
     assert all(torch.equal(got["weights"][k], ref["weights"][k]) for k in ref["weights"])
     # the step-5 checkpoint equals the uninterrupted run's bit for bit
-    want, have = (_logical(d / "checkpoints" / "step_00000005", tmp) for d in (tmp / "run-reference", run_dir))
+    want, have = (
+        _logical(d / "checkpoints" / "step_00000005", tmp_path)
+        for d in (runs.folder("references") / "run-zero1-reference", run_dir)
+    )
     assert want["model"].keys() == have["model"].keys()
     assert all(torch.equal(want["model"][k], have["model"][k]) for k in want["model"])
     assert want["optim"]["param_groups"] == have["optim"]["param_groups"]
@@ -137,15 +252,12 @@ def test_zero1_resume_on_same_world_is_bitwise(zero1_reference):
 @pytest.mark.distributed
 @pytest.mark.slow
 @pytest.mark.parametrize("world", [1, 3])
-def test_zero1_checkpoint_resumes_on_another_world_size(zero1_reference, world: int):
-    tmp, ref, snap = zero1_reference
-    run_dir = _run_dir_from(snap, tmp / f"resume{world}")
-    # one process has no process group: it resumes into the unsharded optimizer (`strategy: single`)
-    ranks = ["--strategy", "single", *ZERO1] if world == 1 else ZERO1_RANKS
-    got = _run(tmp, f"resume{world}", world, *ranks, "--run-dir", str(run_dir))
+def test_zero1_checkpoint_resumes_on_another_world_size(runs, zero1_reference, tmp_path, world: int):
+    ref, snap = zero1_reference
+    got = runs.result(f"resume{world}")
     assert got["start_step"] == 3
     # the state each rank holds after the resume (its own parameters under this world's ZeRO partition)
-    saved = _logical(snap / "step_00000003", tmp)["optim"]["state"]
+    saved = _logical(snap / "step_00000003", tmp_path)["optim"]["state"]
     holders = {fqn: rank for rank, state in got["resumed_optim"].items() for fqn in state}
     assert sum(len(state) for state in got["resumed_optim"].values()) == len(holders) == len(saved)
     assert set(holders) == set(saved) and set(holders.values()) == set(range(world))
@@ -159,44 +271,18 @@ def test_zero1_checkpoint_resumes_on_another_world_size(zero1_reference, world: 
         assert got["step_losses"][step] == pytest.approx(ref["step_losses"][step], rel=1e-6, abs=0)
 
 
-# Context parallelism (zigzag chunks over a CP group, distributed/mesh.py): sequences of 30 tokens, which do
-# not divide into 2 x cp chunks (the end is padded and unlabelled), against one process on the same batches.
-CP_SEQ = ["--seq-len", "30"]
-
-
-@pytest.fixture(scope="module")
-def single_cp(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cp")
-    return tmp, _run(tmp, "single", 1, "--strategy", "single", *CP_SEQ)
+@pytest.mark.distributed
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [*CP_RUNS, *CP4_RUNS])
+def test_context_parallel_run_matches_single_process(runs, name):
+    _assert_match(runs.result("single-cp"), runs.result(name))
 
 
 @pytest.mark.distributed
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("nproc", "args"),
-    [
-        (2, ["--strategy", "ddp", "--context-parallel", "2"]),
-        (2, ["--strategy", "ddp", "--zero1", "--context-parallel", "2"]),
-        (2, ["--strategy", "fsdp", "--context-parallel", "2"]),
-        (2, ["--strategy", "ddp", "--context-parallel", "2", "--activation-checkpointing", "full"]),
-        (4, ["--strategy", "ddp", "--context-parallel", "4"]),
-        (4, ["--strategy", "fsdp", "--context-parallel", "2"]),  # dp 2 x cp 2
-    ],
-    ids=["cp2-ddp", "cp2-zero1", "cp2-fsdp", "cp2-ddp-recompute", "cp4-ddp", "dp2xcp2-fsdp"],
-)
-def test_context_parallel_run_matches_single_process(single_cp, nproc, args):
-    tmp, ref = single_cp
-    got = _run(tmp, f"{nproc}-" + "-".join(args).replace("--", ""), nproc, *args, *CP_SEQ)
-    _assert_match(ref, got)
-
-
-@pytest.mark.distributed
-@pytest.mark.slow
-def test_long_phase_switches_context_parallel_on_at_its_boundary(tmp_path):
+def test_long_phase_switches_context_parallel_on_at_its_boundary(runs):
     """2 ranks: phase p0 is data-parallel (dp 2), the long phase splits each sequence over both (cp 2)."""
-    phases = ["--steps", "4", "--long-steps", "2", *CP_SEQ]
-    ref = _run(tmp_path, "single", 1, "--strategy", "single", *phases)
-    got = _run(tmp_path, "switch", 2, "--strategy", "ddp", "--long-cp", "2", *phases)
+    ref, got = runs.result("single-long"), runs.result("switch")
     assert got["phases"] == [("p0", 0, 1), ("long", 2, 2)] and ref["phases"] == [("p0", 0, 1), ("long", 2, 1)]
     assert got["losses"] == pytest.approx(ref["losses"], rel=1e-5, abs=1e-5)
     assert got["val"] == pytest.approx(ref["val"], rel=1e-5)
@@ -204,29 +290,19 @@ def test_long_phase_switches_context_parallel_on_at_its_boundary(tmp_path):
         assert torch.allclose(got["weights"][key], value, atol=2e-4, rtol=1e-3), key
 
 
-# A checkpoint does not depend on cp: a 2-rank cp 2 run saved at step 3 of 5 resumes on cp 2 bit for bit, and
-# on cp 1 (one process) and cp 4 (four processes) with the same steps 4 and 5 (sums in another order).
-CP_RESUME = ["--optimizer", "muon", "--steps", "5", "--checkpoint-every", "3", *CP_SEQ]
-
-
-@pytest.fixture(scope="module")
-def cp2_reference(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cp-resume")
-    snap = tmp / "snapshot"
-    args = ["--strategy", "ddp", "--context-parallel", "2", *CP_RESUME, "--snapshot-at", "3", "--snapshot", str(snap)]
-    ref = _run(tmp, "reference", 2, *args)
+@pytest.fixture(scope="session")
+def cp2_reference(runs):
+    """An uninterrupted 2-rank cp 2 run of 5 steps with a checkpoint at step 3."""
+    ref = runs.result("cp-reference")
     assert sorted(ref["step_losses"]) == [1, 2, 3, 4, 5]
-    return tmp, ref, snap
+    return ref
 
 
 @pytest.mark.distributed
 @pytest.mark.slow
 @pytest.mark.parametrize("cp", [2, 1, 4])
-def test_context_parallel_checkpoint_resumes_on_another_cp_size(cp2_reference, cp):
-    tmp, ref, snap = cp2_reference
-    run_dir = _run_dir_from(snap, tmp / f"resume-cp{cp}")
-    ranks = ["--strategy", "single"] if cp == 1 else ["--strategy", "ddp", "--context-parallel", str(cp)]
-    got = _run(tmp, f"resume-cp{cp}", cp, *ranks, *CP_RESUME, "--run-dir", str(run_dir))
+def test_context_parallel_checkpoint_resumes_on_another_cp_size(runs, cp2_reference, cp):
+    ref, got = cp2_reference, runs.result(f"resume-cp{cp}")
     assert got["start_step"] == 3 and sorted(got["step_losses"]) == [4, 5]
     if cp == 2:  # the same layout continues bit for bit
         assert got["step_losses"] == {s: ref["step_losses"][s] for s in (4, 5)}
@@ -240,10 +316,8 @@ def test_context_parallel_checkpoint_resumes_on_another_cp_size(cp2_reference, c
 
 @pytest.mark.distributed
 @pytest.mark.slow
-def test_context_parallel_under_bf16_autocast_tracks_one_process(tmp_path):
+def test_context_parallel_under_bf16_autocast_tracks_one_process(runs):
     """bf16 autocast (the GPU setting): the halo, the gathered K/V and the chunked attention in bf16; the
     split changes bf16 rounding only (measured 2e-4 relative on these losses)."""
-    bf16 = ["--precision", "bf16", *CP_SEQ]
-    ref = _run(tmp_path, "single-bf16", 1, "--strategy", "single", *bf16)
-    got = _run(tmp_path, "cp2-bf16", 2, "--strategy", "ddp", "--context-parallel", "2", *bf16)
+    ref, got = runs.result("single-bf16"), runs.result("cp2-bf16")
     assert got["losses"] == pytest.approx(ref["losses"], rel=1e-3)

@@ -3,11 +3,16 @@ zaya1-tiny under the given strategy; rank 0 writes the losses and the full weigh
 
 With --snapshot-at K --snapshot DIR, rank 0 copies the committed checkpoint root after step K (training goes
 on). A run dir that already holds checkpoints (--run-dir) resumes from them; rank 0 then also writes the
-optimizer state every rank holds right after the resume, by parameter name, and which rank holds it."""
+optimizer state every rank holds right after the resume, by parameter name, and which rank holds it.
+
+With --jobs FILE (a JSON list of argument lists, each with its own --out), the same processes run every job in
+turn, each on a fresh trainer and model (build_trainer reseeds every RNG) in the one process group: the tests
+pay the interpreter, torch import and gloo start-up of a launch once for all the runs of that world size."""
 
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -63,7 +68,7 @@ class Recorder:
             shutil.copytree(trainer.checkpoints.root, self.snapshot)  # this step's save is committed
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--strategy", default="single")
     parser.add_argument("--zero1", action="store_true")
@@ -84,7 +89,11 @@ def main() -> None:
     parser.add_argument("--long-cp", type=int, default=None)
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    return parser
+
+
+def run_job(args: argparse.Namespace) -> None:
+    """One run: train, reload its last checkpoint in a fresh trainer, and (rank 0) write the results to --out."""
     sources = {
         "json": SourceConfig(path="stdlib", glob="json/*.py", exclude=[]),
         "email": SourceConfig(path="stdlib", glob="email/*.py", exclude=[]),
@@ -160,6 +169,14 @@ def main() -> None:
             },
             args.out,
         )
+
+
+def main() -> None:
+    parser = _parser()
+    argv = sys.argv[1:]
+    jobs = json.loads(Path(argv[1]).read_text()) if argv[:1] == ["--jobs"] else [argv]
+    for job in jobs:
+        run_job(parser.parse_args(job))
     if dist.is_initialized():
         dist.destroy_process_group()
 
