@@ -1,8 +1,11 @@
 """Context parallelism: the zigzag layout, and CP 2 and 4 over real gloo process groups giving the loss,
 the gradients, the logits and the router counts of one rank (fp32, 1e-5), with and without padding."""
 
+import functools
+import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -67,45 +70,101 @@ def test_chunk_attention_is_the_causal_attention_of_its_rows(fused, compiled):
         assert torch.allclose(got, full[:, :, chunk * L : end], atol=1e-6), chunk
 
 
-def _run_group(tmp_path: Path, world: int, seq_len: int, bias: bool, backend: str | None) -> dict:
-    init = tmp_path / "init"
-    args = [str(world), str(init), str(tmp_path), str(seq_len), "1" if bias else "0", *([backend] if backend else [])]
-    procs = [
-        subprocess.Popen([sys.executable, str(WORKER), str(r), *args], stderr=subprocess.PIPE, text=True)
-        for r in range(world)
-    ]
-    errors = [p.communicate(timeout=300)[1] for p in procs]
+# name: (world size, sequence length, biases, compile backend of the blocks)
+CASES = {
+    "cp2": (2, 32, False, None),
+    "cp2-padded-bias": (2, 29, True, None),
+    "cp4-bias": (4, 32, True, None),
+    "cp4-padded": (4, 61, False, None),
+    "cp2-compiled-blocks": (2, 29, True, "aot_eager"),
+}
+
+
+def _group(case: str) -> tuple[int, bool]:
+    """The worker group that runs a case: its world size, and whether its blocks are compiled (a compiled case
+    gets a group of its own, so that its test does not also wait for the eager cases)."""
+    world, _, _, backend = CASES[case]
+    return world, backend is not None
+
+
+def _run_group(folder: Path, group: tuple[int, bool]) -> None:
+    """Every case of the group in one gloo group of worker processes (each imports torch once for all of
+    them); rank 0 writes folder/<case>.pt."""
+    world = group[0]
+    cases = [[name, *CASES[name][1:]] for name in CASES if _group(name) == group]
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [str(world), str(Path(tmp) / "init"), str(folder), json.dumps(cases)]
+        procs = [
+            subprocess.Popen([sys.executable, str(WORKER), str(r), *args], stderr=subprocess.PIPE, text=True)
+            for r in range(world)
+        ]
+        errors = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * world, "\n".join(e[-3000:] for e in errors)
-    return torch.load(tmp_path / "cp.pt")
 
 
-@pytest.mark.distributed
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("world", "seq_len", "bias", "backend"),
-    [(2, 32, False, None), (2, 29, True, None), (4, 32, True, None), (4, 61, False, None), (2, 29, True, "aot_eager")],
-    ids=["cp2", "cp2-padded-bias", "cp4-bias", "cp4-padded", "cp2-compiled-blocks"],
-)
-def test_context_parallel_matches_one_rank(tmp_path, load_worker, world, seq_len, bias, backend):
-    got = _run_group(tmp_path, world, seq_len, bias, backend)
-    assert got["local_len"] == padded_length(seq_len, world) // world
-    worker = load_worker(WORKER)
+@functools.cache
+def _group_results(group: tuple[int, bool]) -> Path:
+    """The folder of a group's results, shared by its cases, the xdist workers and later sessions: cached
+    under the content hash of what they depend on (the worker, the model's and config's sources, the cases,
+    the Python and torch versions), so any change to those runs the group again."""
+    import platform
+
+    from artifact_cache import cached_artifact, content_hash
+
+    packages = Path(__file__).parents[2]
+    key = content_hash(
+        WORKER,
+        packages / "zaya-model" / "src",
+        packages / "zaya-config" / "src",
+        json.dumps({name: case for name, case in CASES.items() if _group(name) == group}),
+        f"python {platform.python_version()} torch {torch.__version__}",
+    )
+    kind = f"zaya-model-cp{group[0]}{'-compiled' if group[1] else ''}"
+    return cached_artifact(kind, key, lambda folder: _run_group(folder, group))
+
+
+_REFERENCES: dict[tuple[int, bool], dict] = {}
+
+
+def _one_rank(worker, seq_len: int, bias: bool) -> dict:
+    """The single-process reference of a (sequence length, biases) pair, computed once per process for the
+    cases that share it (cp2-padded-bias and cp2-compiled-blocks): loss, gradients, router counts, eval logits."""
+    if (seq_len, bias) not in _REFERENCES:
+        _REFERENCES[seq_len, bias] = _reference(worker, seq_len, bias)
+    return _REFERENCES[seq_len, bias]
+
+
+def _reference(worker, seq_len: int, bias: bool) -> dict:
     model = worker.make_model(bias)
     ids, labels = worker.make_batch(seq_len)
     loss = model(ids, labels=labels)
     loss.backward()
-    assert torch.allclose(got["losses"], loss.detach().expand(world), atol=1e-5, rtol=0)  # same value on each rank
-    ref_grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    counts = worker.router_counts(model)
+    with torch.no_grad():
+        logits = model.eval()(ids)
+    return {"loss": loss.detach(), "grads": grads, "counts": counts, "logits": logits, "config": model.config}
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_context_parallel_matches_one_rank(load_worker, case):
+    world, seq_len, bias, _ = CASES[case]
+    got = torch.load(_group_results(_group(case)) / f"{case}.pt")
+    assert got["local_len"] == padded_length(seq_len, world) // world
+    worker = load_worker(WORKER)
+    ref = _one_rank(worker, seq_len, bias)
+    assert torch.allclose(got["losses"], ref["loss"].expand(world), atol=1e-5, rtol=0)  # same value on each rank
+    ref_grads = ref["grads"]
     assert got["grads"].keys() == ref_grads.keys()
     for name, grad in ref_grads.items():
         assert torch.allclose(got["grads"][name], grad, atol=1e-5, rtol=0), name
-    assert torch.equal(got["counts"], worker.router_counts(model))  # padding is not counted
-    with torch.no_grad():
-        logits = model.eval()(ids)
-    assert torch.allclose(got["logits"], logits, atol=1e-5, rtol=1e-5)
+    assert torch.equal(got["counts"], ref["counts"])  # padding is not counted
+    assert torch.allclose(got["logits"], ref["logits"], atol=1e-5, rtol=1e-5)
     per_sequence = {k: v / worker.BATCH for k, v in got["bytes"].items() if "gathered" in k or "backward" in k}
     _assert_traffic_is_what_moved(
-        model.config, seq_len, world, {**per_sequence, "loss": got["bytes"]["forward_reduced"]}
+        ref["config"], seq_len, world, {**per_sequence, "loss": got["bytes"]["forward_reduced"]}
     )
 
 

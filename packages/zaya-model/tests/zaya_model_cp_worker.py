@@ -1,11 +1,15 @@
 """One rank of the context-parallel equivalence test:
-python zaya_model_cp_worker.py RANK WORLD INIT_FILE OUT_DIR SEQ_LEN BIAS(0|1) [COMPILE_BACKEND].
+python zaya_model_cp_worker.py RANK WORLD INIT_FILE OUT_DIR CASES_JSON, CASES_JSON a list of
+[name, seq_len, bias, compile_backend or null].
 
-Every rank builds the same zaya1-tiny and the same batch, takes its zigzag chunks, and runs the loss and the
-logits under context parallelism; rank 0 writes the loss, the logits of the whole sequence, the gradients
-summed over the group and the router counts summed over the group (what one rank would have), and the bytes the model's own collectives carried in the
-loss's forward and backward (torch.distributed's all_gather / all_reduce, counted by a wrapper)."""
+The ranks form one gloo group and run every case given, one after another (each process imports torch once
+for all of them, not once per case). Per case every rank builds the same zaya1-tiny and the same batch, takes
+its zigzag chunks, and runs the loss and the logits under context parallelism; rank 0 writes OUT_DIR/<name>.pt:
+the loss, the logits of the whole sequence, the gradients summed over the group and the router counts summed
+over the group (what one rank would have), and the bytes the model's own collectives carried in the loss's
+forward and backward (torch.distributed's all_gather / all_reduce, counted by a wrapper)."""
 
+import json
 import os
 import sys
 
@@ -60,44 +64,50 @@ class CollectiveBytes:
         dist.all_gather, dist.all_reduce = self.all_gather, self.all_reduce
 
 
-def main(rank: int, world: int, init_file: str, out_dir: str, seq_len: int, bias: bool, backend: str | None) -> None:
+def run_case(out_path: str, seq_len: int, bias: bool, backend: str | None) -> None:
+    """One case on the current group; rank 0 writes its results to out_path."""
+    world, rank = dist.get_world_size(), dist.get_rank()
+    model = make_model(bias)
+    if backend:  # compiled blocks (torch.compile), as the trainer runs them on GPUs
+        model.compile_blocks(backend=backend)
+    cp = ContextParallel.of_group(None)
+    model.set_context_parallel(cp)
+    ids, labels = make_batch(seq_len)
+    ids_local, labels_local, mask_local = shard_sequence(ids, labels, cp)
+    forward, backward = CollectiveBytes(), CollectiveBytes()
+    forward.install()
+    loss = model(ids_local, attention_mask=mask_local, labels=labels_local)
+    forward.uninstall()
+    backward.install()
+    loss.backward()
+    backward.uninstall()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    for g in grads.values():
+        dist.all_reduce(g)
+    counts = router_counts(model).clone()
+    dist.all_reduce(counts)
+    with torch.no_grad():
+        model.eval()
+        logits = gather_sequence(model(ids_local, attention_mask=mask_local), cp)[:, :seq_len]
+    losses = [torch.zeros(()) for _ in range(world)]
+    dist.all_gather(losses, loss.detach())
+    if rank == 0:
+        out = {"loss": loss.detach(), "losses": torch.stack(losses), "grads": grads, "counts": counts,
+               "logits": logits, "local_len": ids_local.shape[1],
+               "bytes": {"forward_gathered": forward.gathered, "forward_reduced": forward.reduced,
+                         "backward_gathered": backward.gathered, "backward_reduced": backward.reduced}}  # fmt: skip
+        torch.save(out, out_path)
+
+
+def main(rank: int, world: int, init_file: str, out_dir: str, cases: list) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
-        model = make_model(bias)
-        if backend:  # compiled blocks (torch.compile), as the trainer runs them on GPUs
-            model.compile_blocks(backend=backend)
-        cp = ContextParallel.of_group(None)
-        model.set_context_parallel(cp)
-        ids, labels = make_batch(seq_len)
-        ids_local, labels_local, mask_local = shard_sequence(ids, labels, cp)
-        forward, backward = CollectiveBytes(), CollectiveBytes()
-        forward.install()
-        loss = model(ids_local, attention_mask=mask_local, labels=labels_local)
-        forward.uninstall()
-        backward.install()
-        loss.backward()
-        backward.uninstall()
-        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-        for g in grads.values():
-            dist.all_reduce(g)
-        counts = router_counts(model).clone()
-        dist.all_reduce(counts)
-        with torch.no_grad():
-            model.eval()
-            logits = gather_sequence(model(ids_local, attention_mask=mask_local), cp)[:, :seq_len]
-        losses = [torch.zeros(()) for _ in range(world)]
-        dist.all_gather(losses, loss.detach())
-        if rank == 0:
-            out = {"loss": loss.detach(), "losses": torch.stack(losses), "grads": grads, "counts": counts,
-                   "logits": logits, "local_len": ids_local.shape[1],
-                   "bytes": {"forward_gathered": forward.gathered, "forward_reduced": forward.reduced,
-                             "backward_gathered": backward.gathered, "backward_reduced": backward.reduced}}  # fmt: skip
-            torch.save(out, os.path.join(out_dir, "cp.pt"))
+        for name, seq_len, bias, backend in cases:
+            run_case(os.path.join(out_dir, f"{name}.pt"), seq_len, bias, backend)
     finally:
         dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    backend = sys.argv[7] if len(sys.argv) > 7 else None
-    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6] == "1", backend)
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], json.loads(sys.argv[5]))
