@@ -295,9 +295,9 @@ from conftest import _small_config, _randomized_model
 from test_zaya_model_decoding import _decode, _prompts
 from zaya_model import ZayaDecoder, fused_decode
 
-results = {{}}
+results, interpreter_tuning = {{}}, dict(fused_decode.INTERPRETER_TUNING)
 for name, layers, skip_bias, dtype, tuning in {cases!r}:
-    fused_decode.TUNING.update(tuning)
+    fused_decode.INTERPRETER_TUNING = {{**interpreter_tuning, **tuning}}  # over TUNING, as interpreted runs take it
     model = _randomized_model(_small_config(num_hidden_layers=layers), seed=5, skip_bias=skip_bias)
     model = model.to(getattr(torch, dtype))
     ids, mask = _prompts(model, B=2, T=5, pad=2, seed=3)
@@ -312,8 +312,8 @@ print(json.dumps(results))
 
 
 def _interpreted(cases: list[tuple[str, int, float, str, dict]]) -> dict:
-    """Run the cases (name, layers, skip bias, dtype, fused_decode.TUNING changes) in a process with
-    TRITON_INTERPRET=1."""
+    """Run the cases (name, layers, skip bias, dtype, changes to fused_decode.INTERPRETER_TUNING, which
+    overrides TUNING) in a process with TRITON_INTERPRET=1."""
     script = INTERPRETED.format(tests=str(TESTS), cases=cases)
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
@@ -327,13 +327,19 @@ def test_fused_kernels_compute_the_eager_step_in_the_interpreter():
     """fp32, 3 layers with a depthwise kernel of 3 (a conv state of 3 inputs), a left-padded row, GQA 4:2:
     routing that sometimes skips, one that always skips (the fused kernels then read no expert), and bf16;
     attention over two blocks of cache slots (combined by the last to finish), the router's down-projection
-    as a GEMV launch and inside the router kernel."""
-    with_down = {"router_with_down": 1}
+    as a GEMV launch and inside the router kernel.
+
+    The interpreter runs a kernel's programs one after another at a fixed cost each, so the cases launch the
+    fewest programs that still take every path: every GEMV splits its output rows over two programs
+    (INTERPRETER_TUNING's sms), attention splits the 12 cache slots into blocks of 8 (steps at slots 8 and 9
+    combine two), and the mixed case's CCA splits each head's 16 channels into two blocks of 8 (the others take
+    a head a program: the chunking is the same code for every dtype and routing)."""
+    one_chunk = {"cca_block_o": 16}
     results = _interpreted(
         [
             ("mixed", 3, 0.05, "float32", {"router_with_down": 0}),
-            ("all-skip", 2, 2.0, "float32", with_down),
-            ("bf16", 2, 0.05, "bfloat16", with_down),
+            ("all-skip", 2, 2.0, "float32", {"router_with_down": 1, **one_chunk}),
+            ("bf16", 2, 0.05, "bfloat16", {"router_with_down": 1, **one_chunk}),
         ]
     )
     for name in ("mixed", "all-skip"):

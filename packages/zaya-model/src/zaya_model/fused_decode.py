@@ -45,9 +45,10 @@ TUNING: dict[str, int] = {
 }
 # Under Triton's interpreter programs run one after another, each at a large fixed cost: few programs (but
 # more than one wherever a kernel splits work, so the splitting is checked), and one router program (its grid
-# barrier waits for programs that would never run).
+# barrier waits for programs that would never run). sms: the SMs a GEMV spreads its output rows over (2: two
+# programs a row, the fewest that still split).
 INTERPRETER_TUNING: dict[str, int] = {
-    "gemv_tile": 1 << 14, "cca_block_o": 8, "attention_block_s": 8, "router_programs": 1,
+    "gemv_tile": 1 << 14, "cca_block_o": 8, "attention_block_s": 8, "router_programs": 1, "sms": 2,
     "gemv_warps": 1, "cca_warps": 1, "attention_warps": 1, "router_warps": 1, "pdl": 0,
 }  # fmt: skip
 
@@ -141,12 +142,12 @@ class FusedDecodeLayers:
         self.partial_ml = empty(B, c.num_attention_heads, self.splits, 2, dtype=torch.float32)
         # per layer: the router's two barriers and its last-arrival counter, one per (row, query head) for attention
         self.counters = empty(c.num_hidden_layers, 3 + B * c.num_attention_heads, dtype=torch.int32)
-        # the SMs a GEMV's programs spread over: the device's; few in the interpreter; else an H100/H200's
+        # the SMs a GEMV's programs spread over: the device's; a few when interpreted; else an H100/H200's
         if device.type == "cuda":
             self.sms = torch.cuda.get_device_properties(device).multi_processor_count
             self.pdl = bool(self.tuning["pdl"]) and torch.cuda.get_device_capability(device)[0] >= 9
         else:
-            self.sms = 4 if _interpreting() else 132
+            self.sms = self.tuning["sms"] if _interpreting() else 132
             self.pdl = bool(self.tuning["pdl"]) and not _interpreting()  # AOT builds (compile_plan) target sm_90
         self.plan: list[KernelLaunch] = [launch for i in range(c.num_hidden_layers) for launch in self._layer(i)]
 
