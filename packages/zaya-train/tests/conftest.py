@@ -13,6 +13,14 @@ def pytest_configure(config):
     use_shared_inductor_cache()
 
 
+@pytest.fixture(autouse=True)
+def one_intra_op_thread(monkeypatch):
+    """The processes these tests start run one intra-op thread each, as torchrun gives its ranks: the tiny
+    models gain nothing from a second thread, and where every core already runs a test it only spins (a drill
+    run: 9 -> 4 CPU seconds). Their results do not depend on it."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
 @pytest.fixture
 def tiny_sources():
     """Two small real sources from the standard library: the `json` and `email` packages."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
 
 
 @pytest.mark.slow

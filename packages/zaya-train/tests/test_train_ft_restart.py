@@ -12,7 +12,12 @@ from zaya_train.resilience import ExitCode, read_events
 pytestmark = [pytest.mark.slow, pytest.mark.distributed]
 # Workers get their own TCPStore per attempt: with the agent's shared store (torch's default) the keys of
 # the previous attempt's gloo mesh are still there and a restarted rank can dial a dead peer's address.
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(sys.path),
+    "OMP_NUM_THREADS": "1",
+    "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
+}
 
 
 def _torchrun(run_dir: Path, cache: Path, max_restarts: int, *extra: str) -> subprocess.CompletedProcess:

@@ -18,7 +18,7 @@ import pytest
 from zaya_train.resilience import ExitCode, read_events
 
 pytestmark = pytest.mark.slow
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
 STEPS, EVERY = 8, 2
 
 
