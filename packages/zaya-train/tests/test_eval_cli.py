@@ -1,4 +1,4 @@
-"""`zaya eval` and `zaya lm-eval` as real subprocesses of the `zaya` CLI on a trained run dir."""
+"""`zaya eval` and `zaya lm-eval` as real subprocesses of the `zaya` CLI on a trained run dir (a second eval and\nthe error paths in-process, on the same typer app)."""
 
 import json
 import shutil
@@ -38,9 +38,15 @@ def test_zaya_eval_prints_the_table_and_merges_eval_json(run_copy):
     assert 0 <= nextline["scores"]["acc"] <= 1 and record["tasks"]["zaya_arith"]["n_shot"] == 3
     assert record["subject"]["rope_theta"] == 1e5 and record["subject"]["tokenizer"]["kind"] == "byte"
 
-    # Another task at an earlier checkpoint joins the file; the earlier entries stay.
-    second = _zaya("eval", str(run_copy), "-t", "zaya_stdlib_ppl", "--limit", "2", "--step", "16", "--device", "cpu")
-    assert second.returncode == 0, second.stderr[-3000:]
+    # Another task at an earlier checkpoint joins the file; the earlier entries stay. In-process (typer's runner
+    # on the same app the `zaya` command mounts): the subprocess above already ran the entry point.
+    from typer.testing import CliRunner
+    from zaya_train.evals.cli import eval_app
+
+    second = CliRunner().invoke(
+        eval_app, [str(run_copy), "-t", "zaya_stdlib_ppl", "--limit", "2", "--step", "16", "--device", "cpu"]
+    )
+    assert second.exit_code == 0, (second.output[-3000:], second.exception)
     tasks = json.loads((run_copy / "eval.json").read_text())["tasks"]
     assert set(tasks) == {"zaya_stdlib_nextline", "zaya_arith", "zaya_stdlib_ppl"}
     assert tasks["zaya_stdlib_ppl"]["step"] == 16 and tasks["zaya_stdlib_nextline"] == nextline

@@ -1,5 +1,6 @@
 """`zaya model generate` as a real subprocess: a trained run dir (its checkpoint, phase and tokenizer) and a
-HF folder with a tokenizer.json; the streamed text is what `model.generate` gives; clear errors."""
+HF folder with a tokenizer.json; the streamed text is what `model.generate` gives; clear errors (in-process, on
+the same typer app: a process start adds nothing to an argument check)."""
 
 import importlib.util
 import os
@@ -19,6 +20,14 @@ def _generate(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
         timeout=300,
         env=None if env is None else {**os.environ, **env},
     )
+
+
+def _generate_in_process(*args: str):
+    """`generate` on the same typer app, in this process (typer's runner): its exit code and stderr."""
+    from typer.testing import CliRunner
+    from zaya_train.model_cli import model_app
+
+    return CliRunner().invoke(model_app, ["generate", *args])
 
 
 def _train_run(make_trainer, folder: Path) -> None:
@@ -67,8 +76,8 @@ def test_generate_from_a_run_dir_streams_what_the_model_generates(trained):
         return "def " + tok.decode(out[: out.index(tok.eos_id)] if tok.eos_id in out else out) + "\n"
 
     assert proc.stdout == expected(24)
-    wrong = _generate(str(run_dir), "--prompt", "def ", "-n", "2", "--device", "cpu", "--kernels", "cuda")
-    assert wrong.returncode == 2 and "kernels='cuda' is not one of torch, triton" in wrong.stderr
+    wrong = _generate_in_process(str(run_dir), "--prompt", "def ", "-n", "2", "--device", "cpu", "--kernels", "cuda")
+    assert wrong.exit_code == 2 and "kernels='cuda' is not one of torch, triton" in wrong.stderr
     if importlib.util.find_spec("triton") is None:
         return
     # the fused Triton layers (run by Triton's interpreter on this CPU: slow, so fewer tokens) stream the same text
@@ -106,10 +115,10 @@ def test_generate_from_a_hf_folder_with_its_tokenizer(tmp_path):
 
 
 def test_bad_inputs_fail_with_one_clear_line(tmp_path):
-    proc = _generate(str(tmp_path), "--prompt", "x")
-    assert proc.returncode == 2 and "neither a run dir" in proc.stderr
-    proc = _generate(str(tmp_path), "--prompt", "x", "--dtype", "fp8")
-    assert proc.returncode == 2 and "--dtype 'fp8'" in proc.stderr
+    proc = _generate_in_process(str(tmp_path), "--prompt", "x")
+    assert proc.exit_code == 2 and "neither a run dir" in proc.stderr
+    proc = _generate_in_process(str(tmp_path), "--prompt", "x", "--dtype", "fp8")
+    assert proc.exit_code == 2 and "--dtype 'fp8'" in proc.stderr
 
 
 def test_a_bpe_run_finds_its_trained_tokenizer_again(make_trainer, tiny_sources, tmp_path):
