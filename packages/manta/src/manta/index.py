@@ -76,14 +76,17 @@ class CatalogIndex:
             self._prepare_prefilter()
 
     def _prepare_prefilter(self) -> None:
+        """bf16 copies of the large families; torch (2-3 s to import) only where a family is large."""
+        large = {f: m for f, m in self.family_matrix.items() if len(m) >= PREFILTER_MIN_ROWS}
+        if not large:
+            return
         try:
             import torch
         except ImportError:  # the float32 path is exact on its own
             return
-        for family, matrix in self.family_matrix.items():
-            if len(matrix) >= PREFILTER_MIN_ROWS:
-                self._bf16[family] = torch.from_numpy(matrix).to(torch.bfloat16)
-                self._max_norm[family] = float(np.linalg.norm(matrix, axis=1).max())
+        for family, matrix in large.items():
+            self._bf16[family] = torch.from_numpy(matrix).to(torch.bfloat16)
+            self._max_norm[family] = float(np.linalg.norm(matrix, axis=1).max())
 
     def _prefiltered_topk(self, queries_QD: np.ndarray, k: int, family: str) -> tuple[np.ndarray, np.ndarray]:
         """Exact top-k by a bf16 pass with a proven error bound, then float32 rescoring of the survivors."""
