@@ -59,14 +59,28 @@ class WorldScorer:
         self._net = load_judge_net(self.folder)
 
     def _read(self, images: list[Any]) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+        """One pass of the net over the images; a batch's alignment, embedding and quality reuse it.
+
+        The last read is kept with the images it read (so their ids stay theirs), on one torch thread: a batch
+        of a few 32 x 32 images is too little work to split (the other threads mostly wait on a shared CPU)."""
+        key = tuple(id(im) for im in images)
+        if self._cache.get("key") == key:
+            return self._cache["read"]
         import torch
 
-        with torch.no_grad():
-            pooled, logits, real = self._net(_tensor(images))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.no_grad():
+                pooled, logits, real = self._net(_tensor(images))
+        finally:
+            torch.set_num_threads(threads)
         probs = {a: torch.softmax(v, dim=1).numpy() for a, v in logits.items()}
         embedding = pooled.numpy()
         embedding = embedding / np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-8)
-        return embedding, probs, torch.sigmoid(real).numpy()
+        read = embedding, probs, torch.sigmoid(real).numpy()
+        self._cache.update(key=key, images=list(images), read=read)
+        return read
 
     def alignment(self, images: list[Any], prompt: str) -> np.ndarray:
         from manta.world.judge_model import CLASSES
@@ -80,10 +94,10 @@ class WorldScorer:
         return np.mean(per, axis=0)
 
     def embed(self, images: list[Any]) -> np.ndarray:
-        return self._read(images)[0]
+        return self._read(images)[0].copy()
 
     def quality(self, images: list[Any]) -> np.ndarray:
-        return self._read(images)[2]
+        return self._read(images)[2].copy()
 
     def attributes(self, images: list[Any]) -> list[dict[str, str]]:
         """What the judge sees in each image (the most likely value of every attribute)."""
