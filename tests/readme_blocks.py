@@ -2,13 +2,19 @@
 
 A block is a fenced ```bash, ```sh, ```shell or ```console block (in a console block only the `$ ` lines are
 commands). A command is one logical line: backslash continuations joined, a here-document kept whole.
+Commands run as a reader would run them: `run_script` in a folder that looks like the checkout (`checkout_workdir`).
 """
 
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+BIN = Path(sys.executable).parent
 SHELL_LANGUAGES = ("bash", "sh", "shell", "console")
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
@@ -70,3 +76,36 @@ def shell_blocks(root: Path = REPO) -> list[Block]:
             commands = split_commands(match.group("body"), console=match.group("lang") == "console")
             blocks.append(Block(str(path.relative_to(root)), line, match.group("lang"), tuple(commands)))
     return blocks
+
+
+def readme_command(readme: str, start: str) -> str:
+    """The one command of `readme` (relative to the root) that starts with `start`: tests that run a README
+    command as written take it from here, so an edit of the README is what they run."""
+    found = [c for b in shell_blocks() if b.readme == readme for c in b.commands if c.startswith(start)]
+    if len(found) != 1:
+        raise LookupError(f"{readme}: {len(found)} commands start with {start!r}, expected one")
+    return found[0]
+
+
+def checkout_workdir(tmp_path: Path) -> Path:
+    """A folder that looks like the checkout (its top-level entries linked in), with ../shared beside it."""
+    work = tmp_path / "zaya"
+    work.mkdir()
+    for entry in REPO.iterdir():
+        if entry.name not in {".git", ".venv", "outputs", "multirun", "data"}:
+            (work / entry.name).symlink_to(entry)
+    if SHARED.is_dir():
+        (tmp_path / "shared").symlink_to(SHARED)
+    return work
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"HYDRA_FULL_ERROR", "ZAYA_SERVICES_DIR"}}
+    return env | {"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
+
+
+def run_script(text: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    """`text` under `bash -euo pipefail` with this interpreter's bin folder first on PATH (`zaya`, `python` and
+    `python3` are the workspace's)."""
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=cwd, env=_env(), capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip

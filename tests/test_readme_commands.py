@@ -8,19 +8,13 @@ reader's own files, or already run as written by a named test) and SIZE (overrid
 command short). A table entry that matches no command fails the test, so the tables cannot go stale.
 """
 
-import os
 import re
 import shlex
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
-from readme_blocks import REPO, Block, shell_blocks
-
-SHARED = REPO.parent / "shared"
-BIN = Path(sys.executable).parent
+from readme_blocks import REPO, SHARED, Block, checkout_workdir, run_script, shell_blocks
 
 # (README, start of a command) -> why it is not run here. Commands not listed run as written.
 SKIP = {
@@ -29,8 +23,13 @@ SKIP = {
     "tests/test_service_characterize.py runs this sweep (the same dtypes, tiny sizes) and checks the merge",
     ("packages/collbench/README.md", "zaya bench merge "): "needs the sweep above; packages/collbench/tests/"
     "test_collbench_cli.py::test_merge_command merges a recorded multirun folder",
+    ("packages/collbench/README.md", "python3 services/size/main.py sizing.measure=true"): "covered: services/size/"
+    "tests/test_service_size_measured.py runs this command as written (twice: measured, then reused) and checks "
+    "every file it writes",
+    ("packages/collbench/README.md", "python3 -c \"import json; r = json.load(open('outputs/size-measured/"):
+    "covered: test_service_size_measured.py runs it as written on the run above",
     ("packages/manta/README.md", "zaya manta "): "covered: packages/manta/tests/test_manta_readme.py runs the README's "
-    "bash blocks as written (one script, the embedding cache shared with the session)",
+    "bash blocks as written (one test per block, the embedding cache shared with the session)",
     ("packages/memsim/README.md", "zaya memsim "): "covered: packages/memsim/tests/test_memsim_readme.py runs these "
     "lines as written (through memsim's typer app, the one `zaya memsim` mounts), with ../shared beside the checkout",
     ("packages/memsim/README.md", "python run_my_dma.py"): "covered: packages/memsim/tests/test_memsim_readme_cosim.py "
@@ -122,28 +121,6 @@ def script(block: Block) -> tuple[str, list[str]]:
     return "\n".join(lines), left_out
 
 
-def _workdir(tmp_path: Path) -> Path:
-    """A folder that looks like the checkout (entries linked), with ../shared beside it."""
-    work = tmp_path / "zaya"
-    work.mkdir()
-    for entry in REPO.iterdir():
-        if entry.name not in {".git", ".venv", "outputs", "multirun", "data"}:
-            (work / entry.name).symlink_to(entry)
-    if SHARED.is_dir():
-        (tmp_path / "shared").symlink_to(SHARED)
-    return work
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"HYDRA_FULL_ERROR", "ZAYA_SERVICES_DIR"}}
-    return env | {"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
-
-
-def run_script(text: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=cwd, env=_env(), capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
-
-
 def _params():
     for block in BLOCKS:
         text, _ = script(block)
@@ -158,7 +135,7 @@ def test_readme_block_runs_as_written(block: Block, tmp_path: Path):
     text, left_out = script(block)
     if "../shared" in text and not SHARED.is_dir():
         pytest.skip(f"{block.id} reads {SHARED}, which is absent")
-    done = run_script(text, _workdir(tmp_path))
+    done = run_script(text, checkout_workdir(tmp_path))
     assert done.returncode == 0, (
         f"{block.id} failed (left out: {left_out})\n--- script\n{text}\n--- stdout\n{done.stdout[-3000:]}"
         f"\n--- stderr\n{done.stderr[-4000:]}"
@@ -168,7 +145,7 @@ def test_readme_block_runs_as_written(block: Block, tmp_path: Path):
 def test_root_readme_compose_example_runs_as_written(tmp_path: Path):
     """The root README's inline compose example (`zaya run compose 'prompt="..., ..."' ...`), quoted for Hydra."""
     (command,) = re.findall(r"`(zaya run compose [^`]+)`", (REPO / "README.md").read_text(encoding="utf-8"))
-    done = run_script(command, _workdir(tmp_path))
+    done = run_script(command, checkout_workdir(tmp_path))
     assert done.returncode == 0, done.stderr[-4000:]
     assert "plan 0: " in done.stdout + done.stderr and "samurai" in done.stdout + done.stderr
 

@@ -1,6 +1,7 @@
-"""services/size with `sizing.measure=true` end to end on a CPU: four zaya1-tiny candidates at equal active
-parameters, each trained by zaya-train's Trainer and decoded by ZayaDecoder, a GEMM sweep, the calibrated
-estimator's held-out error, the recommendation from the measurements; then a re-run that reuses them."""
+"""services/size with `sizing.measure=true` end to end on a CPU, as collbench's README runs it (its command, as
+written): four zaya1-tiny candidates at equal active parameters, each trained by zaya-train's Trainer and
+decoded by ZayaDecoder, a GEMM sweep, the calibrated estimator's held-out error, the recommendation from the
+measurements; then a re-run that reuses them, and the README's line that reads the result."""
 
 import csv
 import json
@@ -10,15 +11,14 @@ import pytest
 import yaml
 from collbench.sizing.moe_study import MoECandidate, knee, pareto_front
 from collbench.tables import read_rows_zarr
+from readme_blocks import checkout_workdir, readme_command, run_script
 from zaya_model import ZayaConfig
 
-# zaya1-tiny is 4 experts x 32, top-1: active expert width 32 -> (E, F, k) in {2, 4} x {(32, 1), (16, 2)}
-MEASURE = (
-    "sizing.measure=true", "sizing.iso_params=false", "sizing.iso_active_params=true", "sizing.num_experts=[2,4]",
-    "sizing.top_k=[1,2]", "sizing.decode_batches=[1,4,16]", "sizing.latency_batch=4", "sizing.context_len=32",
-    "sizing.measurement.steps=2", "sizing.measurement.decode_tokens=4", "train.data.sources.library.max_files=40",
-    "train.data.sources.tests.max_files=40", "train.data.val_fraction=0.2", "logging.progress=false",
-)  # fmt: skip
+README = "packages/collbench/README.md"
+# zaya1-tiny is 4 experts x 32, top-1: active expert width 32 -> (E, F, k) in {2, 4} x {(32, 1), (16, 2)};
+# decode batches [1,4]; hydra.run.dir=outputs/size-measured
+MEASURED = readme_command(README, "python3 services/size/main.py sizing.measure=true")
+READ_RESULT = readme_command(README, "python3 -c \"import json; r = json.load(open('outputs/size-measured/")
 
 
 def _front_knee(cands: list[dict], batch: int) -> str:
@@ -35,15 +35,17 @@ def _front_knee(cands: list[dict], batch: int) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(run_service, tmp_path):
-    run_dir = tmp_path / "size-run"
-    run_service("size", *MEASURE, f"hydra.run.dir={run_dir}")
+def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(tmp_path):
+    work = checkout_workdir(tmp_path)
+    first = run_script(MEASURED, work, timeout=400)
+    assert first.returncode == 0, first.stderr[-4000:]
+    run_dir = work / "outputs" / "size-measured"
     summary = json.loads((run_dir / "moe_width.json").read_text())
     cands = summary["candidates"]
     assert sorted(c["name"] for c in cands) == ["E2-F16-k2", "E2-F32-k1", "E4-F16-k2", "E4-F32-k1"]
     for c in cands:  # equal active expert width, every decode batch measured, predictions beside them
         assert c["moe_intermediate_size"] * c["num_experts_per_tok"] == 32
-        assert set(c["measured"]["decode_ms"]) == set(c["predicted_held_out"]["decode_ms"]) == {"1", "4", "16"}
+        assert set(c["measured"]["decode_ms"]) == set(c["predicted_held_out"]["decode_ms"]) == {"1", "4"}
         assert c["measured"]["train_tokens_per_s"] > 0 and 0 < c["measured"]["mfu"] < 1
         assert c["measured"]["tokens_per_step"] == 16 * 128  # train=tiny-cpu: 16 sequences of 128 tokens
 
@@ -66,14 +68,14 @@ def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(run_service, 
 
     # rules name the measurement (the GEMM sweep this run wrote) instead of "no measured table"
     rules = {r["name"]: r for r in summary["rules"]}
-    assert "size-run/gemm.csv" in rules["hidden_size % matmul_tile"]["evidence"]  # the sweep this run wrote
+    assert "size-measured/gemm.csv" in rules["hidden_size % matmul_tile"]["evidence"]  # the sweep this run wrote
     assert "no measured table" not in json.dumps(summary["rules"])
     assert "expert rates: width" in rules["moe_intermediate_size (tile/wave)"]["evidence"]
 
     # every measurement stored as CSV and zarr (the same rows), the plots drawn
     with (run_dir / "measurements.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 4 * (1 + 3)  # a train row and three decode rows per candidate
+    assert len(rows) == 4 * (1 + 2)  # a train row and two decode rows per candidate
     stored = read_rows_zarr(run_dir / "measurements.zarr")
     assert [r["candidate"] for r in stored] == [r["candidate"] for r in rows]
     assert [r["seconds"] for r in stored] == pytest.approx([float(r["seconds"]) for r in rows])
@@ -82,12 +84,18 @@ def test_measured_sizing_on_cpu_measures_calibrates_and_recommends(run_service, 
 
     # a re-run in the same folder reuses the saved candidates and GEMM sweep (same settings)
     saved = {p.name: p.stat().st_mtime_ns for p in [*(run_dir / "candidates").glob("*.json"), run_dir / "gemm.csv"]}
-    proc = run_service("size", *MEASURE, f"hydra.run.dir={run_dir}")
+    proc = run_script(MEASURED, work, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-4000:]
     assert (proc.stdout + proc.stderr).count("(saved by an earlier run, reused)") == 4
     again_saved = [*(run_dir / "candidates").glob("*.json"), run_dir / "gemm.csv"]
     assert {p.name: p.stat().st_mtime_ns for p in again_saved} == saved  # nothing measured or swept again
     again = json.loads((run_dir / "moe_width.json").read_text())
     assert [c["measured"] for c in again["candidates"]] == [c["measured"] for c in cands]
+
+    # the README's next line prints the recommendation and the held-out error from the same file
+    read = run_script(READ_RESULT, work, timeout=60)
+    assert read.returncode == 0, read.stderr[-2000:]
+    assert read.stdout.split() == [rec["name"], str(err["median"]), str(err["worst"])]
 
 
 @pytest.mark.parametrize(
