@@ -10,10 +10,12 @@ depends on cp (same parameters, same optimizer, same sampler position), so a run
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zaya_train.distributed.setup import DistributedContext
 from zaya_train.errors import ZayaTrainError
+
+if TYPE_CHECKING:  # setup.py checks the world against cp with this module's check: no import back at run time
+    from zaya_train.distributed.setup import DistributedContext
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ def check_context_parallel(world_size: int, cp: int, key: str = "train.distribut
         )
 
 
-def parallel_mesh(ctx: DistributedContext, cp: int) -> ParallelMesh:
+def parallel_mesh(ctx: "DistributedContext", cp: int) -> ParallelMesh:
     """The dp x cp mesh of this world (made once per cp: creating its groups is collective, so every rank
     asks for the same cp at the same point, as phases switch at the same step on every rank)."""
     check_context_parallel(ctx.world_size, cp)

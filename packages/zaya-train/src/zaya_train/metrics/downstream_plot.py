@@ -3,7 +3,7 @@
 from collections import defaultdict
 from pathlib import Path
 
-from zaya_train.metrics.plots import save_png
+from zaya_train.metrics.png import save_png
 from zaya_train.metrics.writer import read_metrics, run_history
 
 

@@ -3,13 +3,9 @@
 from pathlib import Path
 
 import numpy as np
-from zaya_config.atomic import write_atomic
 
+from zaya_train.metrics.png import save_png
 from zaya_train.metrics.writer import read_metrics, run_history
-
-
-def save_png(fig, path: Path) -> None:
-    write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=110, bbox_inches="tight"))
 
 
 def plot_run(run_dir: Path) -> list[Path]:
