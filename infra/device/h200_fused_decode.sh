@@ -3,8 +3,8 @@
 #     OUT=$OUT bash infra/device/h200_fused_decode.sh   # <= 570 s (run's timeout_s=600); logs, JSON under $OUT
 # Needs only torch and triton (the GPU image has both): the sources come from the working tree. Runs the fused
 # GPU tests (the plan's two options off, on and each alone), the launch-shape tuning at 40 layers, then the batch-1
-# benchmark at 4 and 40 layers of the default plan and of TUNING (JSON over fused_decode.TUNING: the previous
-# plan unless set); each step prints its exit code, seconds and last lines. Record what it prints in
+# benchmark at 4 and 40 layers of the default plan and of TUNING (JSON over zaya_model.decode.fused.TUNING: the
+# previous plan unless set); each step prints its exit code, seconds and last lines. Record what it prints in
 # packages/zaya-model/BENCHMARKS.md.
 set -u
 : "${OUT:?set OUT to a folder for logs and results}"

@@ -8,7 +8,7 @@ Models: zaya1-base width (D 2048, 16 experts of 2048, vocab 262272) with 4 and 4
 weights. Per (layers, batch, implementation): a random prompt of --prompt tokens, --warmup steps, then
 --tokens timed steps (CUDA events, no host sync in between). Implementations:
 - `triton-graph`: `ZayaDecoder(kernels="triton", compile=True)`: each layer as 7-8 fused Triton kernels
-  (`fused_decode.py`), the embedding and head through inductor, one CUDA graph per step (GPU only);
+  (`zaya_model/decode/fused.py`), the embedding and head through inductor, one CUDA graph per step (GPU only);
 - `compiled-graph`: `ZayaDecoder(compile=True)` (per-layer inductor) replayed from one CUDA graph per step;
 - `graph`: the uncompiled step in one CUDA graph;
 - `eager`: the uncompiled step issued op by op (batch 1 only; the launch-bound baseline);
@@ -36,7 +36,8 @@ from typing import Any
 import torch
 from bench_model import load_hf_twin
 from zaya_config.atomic import write_text_atomic
-from zaya_model import ZayaConfig, ZayaDecoder, build_model, decode_bytes_per_token, fused_decode
+from zaya_model import ZayaConfig, ZayaDecoder, build_model, decode_bytes_per_token
+from zaya_model.decode import fused as fused_layers
 
 IMPLS = ("triton-graph", "compiled-graph", "graph", "eager")
 TARGETS = {"roofline_batch1_4_layers": 0.5, "roofline_batch1_40_layers": 0.4, "speedup_vs_hf_batch1": 10.0}
@@ -268,14 +269,14 @@ def main() -> None:
         "--tuning",
         type=json.loads,
         default={},
-        help="launch shapes of the triton row over fused_decode.TUNING, e.g. '{\"gemv_warps\": 4}'",
+        help="launch shapes of the triton row over decode.fused.TUNING, e.g. '{\"gemv_warps\": 4}'",
     )
     args = parser.parse_args()
     if unknown := sorted(set(args.impls) - set(IMPLS)):
         parser.error(f"--impls {','.join(unknown)}: choose from {','.join(IMPLS)}")
-    if unknown := sorted(set(args.tuning) - set(fused_decode.TUNING)):
-        parser.error(f"--tuning {','.join(unknown)}: choose from {','.join(fused_decode.TUNING)}")
-    fused_decode.TUNING.update(args.tuning)
+    if unknown := sorted(set(args.tuning) - set(fused_layers.TUNING)):
+        parser.error(f"--tuning {','.join(unknown)}: choose from {','.join(fused_layers.TUNING)}")
+    fused_layers.TUNING.update(args.tuning)
 
     device = torch.device("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -306,7 +307,7 @@ def main() -> None:
         "torch": torch.__version__,
         "dtype": str(dtype),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "fused_tuning": dict(fused_decode.TUNING),
+        "fused_tuning": dict(fused_layers.TUNING),
     }
     write_text_atomic(args.out / "decode.json", json.dumps(summary, indent=1))
     plot(rows, args.out / "decode.png")

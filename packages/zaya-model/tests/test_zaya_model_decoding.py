@@ -268,7 +268,7 @@ def test_cuda_graph_sampling_is_seeded(small_config, randomized_model):
 
 def test_the_forward_path_for_sharded_models_generates_the_same_tokens(model):
     """FSDP-sharded models decode through the ordinary forward (module hooks fire): same tokens, same EOS rule."""
-    from zaya_model.generation import _generate_through_forward
+    from zaya_model.decode.generation import _generate_through_forward
 
     ids, mask = _prompts(model, seed=5)
     free = model.generate(ids, 6, attention_mask=mask)
@@ -293,11 +293,12 @@ import json, sys, torch
 sys.path.insert(0, {tests!r})
 from conftest import _small_config, _randomized_model
 from test_zaya_model_decoding import _decode, _prompts
-from zaya_model import ZayaDecoder, fused_decode
+from zaya_model import ZayaDecoder
+from zaya_model.decode import fused as fused_layers
 
-results, interpreter_tuning = {{}}, dict(fused_decode.INTERPRETER_TUNING)
+results, interpreter_tuning = {{}}, dict(fused_layers.INTERPRETER_TUNING)
 for name, layers, skip_bias, dtype, tuning in {cases!r}:
-    fused_decode.INTERPRETER_TUNING = {{**interpreter_tuning, **tuning}}  # over TUNING, as interpreted runs take it
+    fused_layers.INTERPRETER_TUNING = {{**interpreter_tuning, **tuning}}  # over TUNING, as interpreted runs take it
     model = _randomized_model(_small_config(num_hidden_layers=layers), seed=5, skip_bias=skip_bias)
     model = model.to(getattr(torch, dtype))
     ids, mask = _prompts(model, B=2, T=5, pad=2, seed=3)
@@ -312,7 +313,7 @@ print(json.dumps(results))
 
 
 def _interpreted(cases: list[tuple[str, int, float, str, dict]]) -> dict:
-    """Run the cases (name, layers, skip bias, dtype, changes to fused_decode.INTERPRETER_TUNING, which
+    """Run the cases (name, layers, skip bias, dtype, changes to decode.fused.INTERPRETER_TUNING, which
     overrides TUNING) in a process with TRITON_INTERPRET=1."""
     script = INTERPRETED.format(tests=str(TESTS), cases=cases)
     env = {**os.environ, "TRITON_INTERPRET": "1"}
@@ -364,19 +365,20 @@ def test_fused_kernels_build_for_hopper_without_a_gpu(small_config, monkeypatch)
     options off) and for the test model (a conv state of 3; both options on), compiles to an sm_90 cubin with the
     ptxas Triton carries, each waiting on the previous kernel through PDL (models on the meta device: only
     shapes, dtypes and strides matter)."""
-    from zaya_model import ZayaConfig, ZayaStaticCache, build_model, fused_decode
-    from zaya_model.fused_decode import FusedDecodeLayers, compile_plan
+    from zaya_model import ZayaConfig, ZayaStaticCache, build_model
+    from zaya_model.decode import fused as fused_layers
+    from zaya_model.decode.aot import compile_plan
 
     # GEMV forms: q|k|v, output + residual, router down (then with the depth average), both experts
     base = ZayaConfig.from_preset("zaya1-base", num_hidden_layers=2, vocab_size=512)
     variants = [(base, {"router_with_down": 0, "expert_prefetch": 0}, 6)]
     variants.append((small_config(), {"router_with_down": 1, "expert_prefetch": 1}, 4))
     for config, tuning, gemv_forms in variants:
-        monkeypatch.setattr(fused_decode, "TUNING", {**fused_decode.TUNING, **tuning})
+        monkeypatch.setattr(fused_layers, "TUNING", {**fused_layers.TUNING, **tuning})
         with torch.device("meta"):
             model = build_model(config).to(torch.bfloat16)
         cache = ZayaStaticCache(config, 2, 64, device="meta", dtype=torch.bfloat16)
-        built = compile_plan(FusedDecodeLayers(model, cache, check_device=False), arch=90)
+        built = compile_plan(fused_layers.FusedDecodeLayers(model, cache, check_device=False), arch=90)
         assert sorted({b["kernel"] for b in built}) == [
             "attention_kernel",
             "cca_kernel",
@@ -414,10 +416,10 @@ def test_fused_kernels_in_a_cuda_graph_match_the_eager_step(small_config, random
     the bf16 rule of the compiled path. 47 slots: the attention's blocks of 32 are combined; the plan's two
     options off, on and each alone (the router's down-projection inside the router kernel, behind a grid barrier; the
     expert down-projection reading the choice before the gate/up GEMV has finished)."""
-    from zaya_model import fused_decode
+    from zaya_model.decode import fused as fused_layers
 
     for key, value in tuning.items():
-        monkeypatch.setitem(fused_decode.TUNING, key, value)
+        monkeypatch.setitem(fused_layers.TUNING, key, value)
     for dtype in (torch.float32, torch.bfloat16):
         model = _cuda_model(small_config, randomized_model, dtype)
         ids, mask = (t.cuda() for t in _prompts(model, B=batch, T=8, pad=3, seed=11))

@@ -25,7 +25,8 @@ from zaya_model.config import ZayaConfig
 from zaya_model.errors import ZayaModelConfigError, ZayaModelError
 from zaya_model.step_traffic import StepTraffic, step_traffic
 
-# The rest needs torch: public name -> the submodule that defines it (`hf_keys`: the submodule itself).
+# The rest needs torch: public name -> the submodule that defines it (`hf_keys`: the submodule itself); the
+# decode stack lives in `zaya_model.decode`.
 _EXPORTS = {
     "hf_keys": "hf_keys",
     "ZayaCache": "cache",
@@ -34,7 +35,7 @@ _EXPORTS = {
     "shard_sequence": "context_parallel",
     "CPTraffic": "cp_traffic",
     "context_parallel_traffic": "cp_traffic",
-    "ZayaDecoder": "decoding",
+    "ZayaDecoder": "decode.decoder",
     "load_hf": "hf_io",
     "read_hf_folder": "hf_io",
     "save_hf": "hf_io",
@@ -46,8 +47,8 @@ _EXPORTS = {
     "hf_parallel_plan": "parallel",
     "parallel_plan": "parallel",
     "spec_for": "parallel",
-    "sample_tokens": "sampling",
-    "ZayaStaticCache": "static_cache",
+    "sample_tokens": "decode.sampling",
+    "ZayaStaticCache": "decode.static_cache",
 }
 __all__ = [
     "CPTraffic",
@@ -104,9 +105,9 @@ if TYPE_CHECKING:
     from zaya_model.cache import ZayaCache
     from zaya_model.context_parallel import ContextParallel, gather_sequence, shard_sequence
     from zaya_model.cp_traffic import CPTraffic, context_parallel_traffic
-    from zaya_model.decoding import ZayaDecoder
+    from zaya_model.decode.decoder import ZayaDecoder
+    from zaya_model.decode.sampling import sample_tokens
+    from zaya_model.decode.static_cache import ZayaStaticCache
     from zaya_model.hf_io import load_hf, read_hf_folder, save_hf, to_hf_state_dict
     from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM, build_model
     from zaya_model.parallel import ShardSpec, hf_parallel_plan, parallel_plan, spec_for
-    from zaya_model.sampling import sample_tokens
-    from zaya_model.static_cache import ZayaStaticCache

@@ -26,7 +26,6 @@ from zaya_model.config import ZayaConfig
 from zaya_model.context_parallel import ContextParallel, check_chunk_len, group_mean_loss
 from zaya_model.errors import ZayaModelError
 from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, ZayaExperts
-from zaya_model.generation import generate_tokens
 from zaya_model.layers import ZayaEmbeddingScaling, ZayaResidualScaling, ZayaRMSNorm, rope_cos_sin, rope_inv_freq
 from zaya_model.loss import cross_entropy_chunk, fused_linear_cross_entropy
 from zaya_model.router import ZayaRouter
@@ -381,6 +380,8 @@ class ZayaForCausalLM(nn.Module):
         (static cache; on CUDA one CUDA graph per step); `decoder_options` go to it (`compile=True`,
         `cuda_graph=False`). For repeated requests of one shape, keep a `ZayaDecoder` instead.
         """
+        from zaya_model.decode.generation import generate_tokens  # the decode stack loads on first use
+
         return generate_tokens(
             self,
             input_ids,

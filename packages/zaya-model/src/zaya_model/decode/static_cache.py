@@ -1,7 +1,7 @@
 """`ZayaStaticCache`: the decode state of every layer in fixed-size buffers, its counters on the device.
 
 Per layer: keys and values [B, K, max_len, d], the CCA conv inputs [B, P, C] and the delayed value
-[B, K*d/2] (see cache.py for why CCA needs the last two). Shared by the layers: which slots hold real
+[B, K*d/2] (see `zaya_model/cache.py`, the forward's dynamic cache, for why CCA needs the last two). Shared by the layers: which slots hold real
 tokens (`valid` [B, max_len]: left padding stays invalid), each row's next RoPE position (`positions` [B])
 and the next slot (`length` [1], the same for every row). Nothing about the step lives on the host, so one
 decode step has the same shapes and addresses at every position: it can be compiled once and replayed

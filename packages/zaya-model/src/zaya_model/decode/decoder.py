@@ -9,84 +9,35 @@ is a sequence of device ops on buffers whose shapes and addresses never change:
   apart (`ZayaCCAttention.decode`), so the cache write can follow in the same fused function;
 - MoE dispatch without host sync (`ZayaExperts.forward_decode`: gathered experts for a few pairs, the
   grouped GEMM for more);
-- the next token chosen on the device (`sampling.py`), EOS handled by a device flag.
-So the step can be compiled once (`compile=True`: per-layer `torch.compile`, one graph for all layers but
-the first, which has no depth state) and recorded in one CUDA graph (`cuda_graph`, default on CUDA) that
-each `step()` replays with a single launch. On a CPU the same code runs eagerly; the prompt always takes
-the ordinary forward, writing its keys and values straight into the static buffers.
+- the next token chosen on the device (`sampling.py`), finished rows filled with EOS by a device flag
+  (`eos.py`).
+So the step (its pieces: `step.py`) can be compiled once (`compile=True`: per-layer `torch.compile`, one
+graph for all layers but the first, which has no depth state) and recorded in one CUDA graph (`cuda_graph`,
+default on CUDA) that each `step()` replays with a single launch. On a CPU the same code runs eagerly; the
+prompt always takes the ordinary forward, writing its keys and values straight into the static buffers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import nn
 
+from zaya_model.decode.eos import all_finished, fill_after_eos, kept_columns
+from zaya_model.decode.fused import FusedDecodeLayers
+from zaya_model.decode.request import check_request, check_sampling, prompt_mask, prompt_positions
+from zaya_model.decode.sampling import sample_tokens
+from zaya_model.decode.static_cache import ZayaStaticCache
+from zaya_model.decode.step import decode_inputs, decode_layer, decode_logits, evaluating
 from zaya_model.errors import ZayaModelError
 from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, grouped_mm_available
-from zaya_model.fused_decode import FusedDecodeLayers
-from zaya_model.layers import rope_cos_sin
-from zaya_model.sampling import check_sampling, sample_tokens
-from zaya_model.static_cache import ZayaStaticCache
 
 if TYPE_CHECKING:
-    from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM
+    from zaya_model.model import ZayaForCausalLM
 
 KERNELS = ("torch", "triton")
-
-
-def decode_inputs(
-    model: ZayaForCausalLM, tokens_B: torch.Tensor, positions_B: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(fp32 residual stream [B, 1, D], RoPE cos, sin [B, 1, rotary_dim]) of one token per row."""
-    cos, sin = rope_cos_sin(positions_B[:, None], model.rope_inv_freq)
-    return model.embed_scaling(model.embed(tokens_B[:, None])), cos, sin
-
-
-def decode_layer(
-    layer: ZayaDecoderLayer,
-    resid_B1D: torch.Tensor,
-    router_state: torch.Tensor | None,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    conv_state: torch.Tensor,
-    delayed_value: torch.Tensor,
-    valid_BS: torch.Tensor,
-    slot: torch.Tensor,
-    gather_max_pairs: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One layer of one step, then its state written into the static buffers at `slot` ([1], device)."""
-    resid_B1D, router_state, (key, value, qk, delayed) = layer.decode(
-        resid_B1D, router_state, (cos, sin), (keys, values, conv_state, delayed_value), valid_BS, gather_max_pairs
-    )
-    keys.index_copy_(2, slot, key)
-    values.index_copy_(2, slot, value)
-    conv_state.copy_(qk)
-    delayed_value.copy_(delayed)
-    return resid_B1D, router_state
-
-
-def decode_logits(model: ZayaForCausalLM, resid_B1D: torch.Tensor) -> torch.Tensor:
-    """fp32 logits [B, V] of the last residual stream."""
-    return model.lm_head(model.final_norm(resid_B1D))[:, 0].float()
-
-
-@contextlib.contextmanager
-def evaluating(model: nn.Module) -> Iterator[None]:
-    """Eval mode (no router load counting) and no autograd, restoring the mode afterwards."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
 
 
 class ZayaDecoder:
@@ -99,7 +50,7 @@ class ZayaDecoder:
     uncaptured step with a warning if capture fails; True: required).
     generator: the sampling generator, on the model's device (None: the default one).
     kernels: "torch" (the layers as torch ops, compiled or not) or "triton" (each layer as seven or eight fused
-    Triton kernels, `fused_decode.py`; CUDA, or a CPU under TRITON_INTERPRET=1; top-1 routing).
+    Triton kernels, `fused.py`; CUDA, or a CPU under TRITON_INTERPRET=1; top-1 routing).
     """
 
     def __init__(
@@ -201,10 +152,7 @@ class ZayaDecoder:
 
     def _choose(self, logits_BV: torch.Tensor) -> None:
         token = sample_tokens(logits_BV, self.temperature, self.top_p, self.generator)
-        if self.eos_token_id is not None:  # a finished row repeats EOS
-            token = torch.where(self.finished, torch.full_like(token, self.eos_token_id), token)
-            self.finished |= token == self.eos_token_id
-        self.tokens.copy_(token)
+        self.tokens.copy_(fill_after_eos(token, self.finished, self.eos_token_id))
 
     def _capture(self) -> None:
         """Warm up (compiling, allocating) on a side stream, record one step, then forget the warm-up."""
@@ -230,27 +178,17 @@ class ZayaDecoder:
     # ---------------------------------------------------------------- public
     def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Start over with these (left-padded) prompts [B, T]; returns the first new tokens [B] (device)."""
-        if input_ids.ndim != 2 or input_ids.shape[0] != self.batch_size:
-            raise ZayaModelError(
-                f"input_ids must be [batch_size={self.batch_size}, seq], got shape {tuple(input_ids.shape)}"
-            )
-        T = input_ids.shape[1]
-        if self.max_len < T:
-            raise ZayaModelError(f"a prompt of {T} tokens does not fit the decoder's max_len {self.max_len}")
-        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.to(input_ids.dtype)
-        if mask.shape != input_ids.shape:
-            raise ZayaModelError(
-                f"attention_mask shape {tuple(mask.shape)} differs from input_ids {(self.batch_size, T)}"
-            )
+        check_request(input_ids, 0, self.max_len, self.batch_size)
+        mask = prompt_mask(input_ids, attention_mask)
         self.cache.reset()
         self.finished.zero_()
         view = self.cache.prompt_view()
-        positions = (mask.cumsum(dim=-1) - 1).clamp_min(0)  # positions count real tokens only
+        positions = prompt_positions(mask)
         with evaluating(self.model):
             self.logits = self.model(input_ids, attention_mask=mask, position_ids=positions, cache=view)[:, -1]
             self.cache.finish_prompt(view, mask, positions[:, -1] + 1)
             self._choose(self.logits)
-        self._room = self.max_len - T
+        self._room = self.max_len - input_ids.shape[1]
         return self.tokens
 
     def step(self) -> torch.Tensor:
@@ -275,13 +213,7 @@ class ZayaDecoder:
     ) -> torch.Tensor:
         """Prompt + up to max_new_tokens tokens [B, T + n]; stops early once every row has emitted EOS
         (checked every 8 steps under a CUDA graph, every step otherwise), finished rows filled with EOS."""
-        if max_new_tokens < 0:
-            raise ZayaModelError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-        T = input_ids.shape[1]
-        if T + max_new_tokens > self.max_len:
-            raise ZayaModelError(
-                f"prompt ({T}) + max_new_tokens ({max_new_tokens}) exceed the decoder's max_len {self.max_len}"
-            )
+        check_request(input_ids, max_new_tokens, self.max_len, self.batch_size)
         if max_new_tokens == 0:
             return input_ids.clone()
         eos = self.eos_token_id
@@ -289,33 +221,21 @@ class ZayaDecoder:
         out[:, 0] = self.prefill(input_ids, attention_mask)
         check_every = 8 if self.graph is not None else 1
         for i in range(1, max_new_tokens):
-            if eos is not None and i % check_every == 0 and bool(self.finished.all()):
+            if i % check_every == 0 and all_finished(self.finished, eos):
                 break
             out[:, i] = self.step()
-        return torch.cat((input_ids, out[:, : self._stop(out)]), dim=1)
+        return torch.cat((input_ids, out[:, : kept_columns(out, eos)]), dim=1)
 
     def stream(
         self, input_ids: torch.Tensor, max_new_tokens: int, attention_mask: torch.Tensor | None = None
     ) -> Iterator[torch.Tensor]:
         """Yield each step's new tokens [B] (on the host) as soon as they exist; stops when every row is done."""
-        if input_ids.shape[1] + max_new_tokens > self.max_len:
-            raise ZayaModelError(
-                f"prompt ({input_ids.shape[1]}) + max_new_tokens ({max_new_tokens}) exceed max_len {self.max_len}"
-            )
-        done = torch.zeros(self.batch_size, dtype=torch.bool)
+        check_request(input_ids, max_new_tokens, self.max_len, self.batch_size)
+        done = torch.zeros(self.batch_size, dtype=torch.bool)  # on the host: no sync with the device's flag
         for i in range(max_new_tokens):
-            token = (self.prefill(input_ids, attention_mask) if i == 0 else self.step()).cpu()
+            # a copy even on a CPU, where .cpu() would hand out the `tokens` buffer the next step overwrites
+            token = (self.prefill(input_ids, attention_mask) if i == 0 else self.step()).to("cpu", copy=True)
             yield token
-            if self.eos_token_id is not None:
-                done |= token == self.eos_token_id
-                if bool(done.all()):
-                    return
-
-    def _stop(self, out: torch.Tensor) -> int:
-        """Columns to keep: up to the step at which the last row emitted EOS (all, if some row never did)."""
-        if self.eos_token_id is None:
-            return out.shape[1]
-        is_eos = out == self.eos_token_id
-        if not bool(is_eos.any(dim=1).all()):
-            return out.shape[1]
-        return int(is_eos.int().argmax(dim=1).max()) + 1
+            fill_after_eos(token, done, self.eos_token_id)  # the token is filled already; this marks `done`
+            if all_finished(done, self.eos_token_id):
+                return

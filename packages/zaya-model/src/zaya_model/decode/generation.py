@@ -6,8 +6,9 @@ around each call) cannot run the decoder's direct per-layer step, which bypasses
 through the ordinary forward with the dynamic `ZayaCache` instead, one call per token, all ranks together.
 
 Left padding works because CCA zeroes padding inputs (an all-zero input is exactly what the causal convs
-and the delayed value see before the first token) and positions count real tokens only
-(cumsum(mask) - 1), so a padded prompt continues exactly as the same prompt alone.
+and the delayed value see before the first token) and positions count real tokens only (`request.py`), so
+a padded prompt continues exactly as the same prompt alone. Both paths check the request and fill after EOS
+through the same functions (`request.py`, `eos.py`), so they return the same tokens.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from zaya_model.decoding import ZayaDecoder
-from zaya_model.errors import ZayaModelError
-from zaya_model.sampling import check_sampling, sample_tokens
+from zaya_model.decode.decoder import ZayaDecoder
+from zaya_model.decode.eos import all_finished, fill_after_eos
+from zaya_model.decode.request import check_request, check_sampling, prompt_mask, prompt_positions
+from zaya_model.decode.sampling import sample_tokens
+from zaya_model.decode.step import evaluating
 
 if TYPE_CHECKING:
     from zaya_model.model import ZayaForCausalLM
@@ -36,10 +39,7 @@ def generate_tokens(
     **decoder_options: Any,
 ) -> torch.Tensor:
     """See `ZayaForCausalLM.generate`."""
-    if max_new_tokens < 0:
-        raise ZayaModelError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    if input_ids.ndim != 2:
-        raise ZayaModelError(f"input_ids must be [batch, seq], got shape {tuple(input_ids.shape)}")
+    check_request(input_ids, max_new_tokens)
     check_sampling(temperature, top_p)
     if _has_sharded_parameters(model):
         return _generate_through_forward(
@@ -67,7 +67,6 @@ def _has_sharded_parameters(model: torch.nn.Module) -> bool:
     return any(isinstance(p, DTensor) for p in model.parameters())
 
 
-@torch.no_grad()
 def _generate_through_forward(
     model: ZayaForCausalLM,
     input_ids: torch.Tensor,
@@ -80,14 +79,10 @@ def _generate_through_forward(
 ) -> torch.Tensor:
     """The same tokens as the decoder, one `model(...)` call per token (module hooks fire)."""
     B, T = input_ids.shape
-    mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.to(input_ids.dtype)
-    if mask.shape != input_ids.shape:
-        raise ZayaModelError(f"attention_mask shape {tuple(mask.shape)} differs from input_ids {(B, T)}")
-    was_training = model.training
-    model.eval()
-    try:
+    mask = prompt_mask(input_ids, attention_mask)
+    with evaluating(model):
         cache = model.new_cache(B, T + max_new_tokens)
-        positions = (mask.cumsum(dim=-1) - 1).clamp_min(0)
+        positions = prompt_positions(mask)
         logits = model(input_ids, attention_mask=mask, position_ids=positions, cache=cache)[:, -1]
         out, finished, next_pos = (
             [input_ids],
@@ -95,16 +90,11 @@ def _generate_through_forward(
             positions[:, -1:] + 1,
         )
         for step in range(max_new_tokens):
-            token = sample_tokens(logits, temperature, top_p, generator)
-            if eos_token_id is not None:
-                token = torch.where(finished, torch.full_like(token, eos_token_id), token)
-                finished |= token == eos_token_id
+            token = fill_after_eos(sample_tokens(logits, temperature, top_p, generator), finished, eos_token_id)
             out.append(token[:, None])
-            if step == max_new_tokens - 1 or (eos_token_id is not None and bool(finished.all())):
+            if step == max_new_tokens - 1 or all_finished(finished, eos_token_id):
                 break
             mask = torch.cat((mask, torch.ones_like(mask[:, :1])), dim=1)
             logits = model(token[:, None], attention_mask=mask, position_ids=next_pos, cache=cache)[:, -1]
             next_pos = next_pos + 1
         return torch.cat(out, dim=1)
-    finally:
-        model.train(was_training)

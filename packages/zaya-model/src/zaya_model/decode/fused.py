@@ -1,4 +1,4 @@
-"""`FusedDecodeLayers`: every layer of one decode step as seven or eight Triton launches (`decode_kernels.py`).
+"""`FusedDecodeLayers`: every layer of one decode step as seven or eight Triton launches (`kernels.py`).
 
 `ZayaDecoder(kernels="triton")` runs its layers through this instead of the per-layer torch functions: the
 same function of the same static cache (keys, values, conv state and delayed value written in place at the
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from zaya_model.decode.static_cache import ZayaStaticCache
 from zaya_model.errors import ZayaModelError
-from zaya_model.static_cache import ZayaStaticCache
 
 if TYPE_CHECKING:
     from zaya_model.model import ZayaForCausalLM
@@ -107,14 +107,14 @@ class FusedDecodeLayers:
     """The layers of `model` for one decode step of `cache`'s batch, as a fixed plan of kernel launches on
     buffers allocated here: fill `resid` (the fp32 residual stream [B, D]), `cos` and `sin` (RoPE of the
     step's positions [B, rotary_dim]), `run()`; `resid` then holds the last layer's output and the cache every
-    layer's state. check_device=False builds the plan on any device (to compile it: `compile_plan`)."""
+    layer's state. check_device=False builds the plan on any device (to compile it: `aot.compile_plan`)."""
 
     def __init__(self, model: ZayaForCausalLM, cache: ZayaStaticCache, *, check_device: bool = True) -> None:
         device = model.embed.weight.device
         check_fused_support(model, device if check_device else None)
-        from zaya_model import decode_kernels  # Triton, imported only when asked for
+        from zaya_model.decode import kernels  # Triton, imported only when asked for
 
-        self.kernels = decode_kernels
+        self.kernels = kernels
         self.model, self.cache = model, cache
         c = model.config
         B, dtype = cache.batch_size, model.embed.weight.dtype
@@ -277,53 +277,3 @@ class FusedDecodeLayers:
                 self.act, experts.down, self.resid, expert=True, choice_ready=prefetch, residual=layer.moe_residual
             ),
         ]  # fmt: skip
-
-
-_POINTER_TYPES = {
-    torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.float32: "*fp32", torch.int64: "*i64",
-    torch.int32: "*i32", torch.uint8: "*u8",
-}  # fmt: skip
-
-
-def compile_plan(layers: FusedDecodeLayers, arch: int = 90) -> list[dict[str, Any]]:
-    """Compile every distinct kernel of the plan ahead of time for CUDA compute capability `arch` (to a cubin,
-    with the ptxas Triton carries: no GPU needed). Returns per kernel its name, constexprs, cubin size and
-    whether it waits on the previous kernel (PDL's griddepcontrol.wait); raises what Triton raises if one does
-    not build."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    built: dict[tuple[str, str], dict[str, Any]] = {}
-    for launch in layers.plan:
-        fn = launch.kernel
-        values = dict(zip(fn.arg_names, launch.args, strict=False))
-        constexprs = {name: value for name, value in launch.meta.items() if name in fn.arg_names}
-        signature = {}
-        for name in fn.arg_names:
-            if name in constexprs:
-                signature[name] = "constexpr"
-            elif isinstance(values[name], torch.Tensor):
-                signature[name] = _POINTER_TYPES[values[name].dtype]
-            elif isinstance(values[name], bool):
-                signature[name] = "i1"
-            elif isinstance(values[name], int):
-                signature[name] = "i32" if -(2**31) <= values[name] < 2**31 else "i64"
-            else:
-                signature[name] = "fp32"
-        key = (fn.__name__, repr(sorted(constexprs.items())) + repr(sorted(signature.items())))
-        if key in built:
-            continue
-        source = ASTSource(fn, signature, constexprs)
-        compiled = triton.compile(
-            source,
-            target=GPUTarget("cuda", arch, 32),
-            options={key: launch.meta[key] for key in ("num_warps", "launch_pdl") if key in launch.meta},
-        )
-        built[key] = {
-            "kernel": fn.__name__,
-            "constexprs": constexprs,
-            "cubin_bytes": len(compiled.asm["cubin"]),
-            "waits_on_previous": "griddepcontrol.wait" in compiled.asm["ptx"],
-        }
-    return list(built.values())

@@ -2,22 +2,12 @@
 
 Sampling draws by the exponential race: argmax_v p_v / q_v with q_v ~ Exp(1) picks v with probability
 p_v, like `torch.multinomial`, but is one fixed-shape argmax (capturable in a CUDA graph, where the
-default CUDA generator's offsets are handled by the graph).
+default CUDA generator's offsets are handled by the graph). Which settings are valid: `request.check_sampling`.
 """
 
 from __future__ import annotations
 
 import torch
-
-from zaya_model.errors import ZayaModelError
-
-
-def check_sampling(temperature: float, top_p: float) -> None:
-    """Reject settings that cannot sample, naming the argument."""
-    if not temperature >= 0.0:
-        raise ZayaModelError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-    if not 0.0 < top_p <= 1.0:
-        raise ZayaModelError(f"top_p must be in (0, 1], got {top_p}")
 
 
 def sample_tokens(
