@@ -5,6 +5,7 @@ root/
   step_00000120/        committed: renamed from its temporary after the manifest was written
     .metadata, __0_0.distcp, __1_0.distcp   torch.distributed.checkpoint shards (one file per rank)
     train-rank00000.pkl, train-rank00001.pkl   each rank's plain training state
+    trained_model.json  the model config as trained at this step, and its tokenizer (`trained_model.py`)
     manifest.json       size + sha256 of every file above (`manifest.py`)
   .tmp.step_00000140/   a save in progress (or killed mid-way): never loaded, removed by the next save
   latest                the name of the newest committed folder and a newline; written last, atomically
@@ -16,6 +17,7 @@ from pathlib import Path
 from zaya_config.atomic import write_text_atomic
 
 LATEST_NAME = "latest"
+TRAINED_MODEL_NAME = "trained_model.json"
 STEP_PREFIX = "step_"
 TMP_PREFIX = ".tmp."
 _STEP_RE = re.compile(r"^step_(\d{8,})$")
