@@ -61,7 +61,7 @@ def _launch(work: Path, world: int, strategy: str, timeout_s: float = 300) -> No
 @pytest.mark.parametrize("strategy", ["fsdp", "zero1"])
 def test_zaya_train_checkpoint_resumes_on_another_world_size(tmp_path: Path, strategy: str):
     _launch(tmp_path, 3, strategy)
-    result = torch.load(tmp_path / "result.pt", weights_only=False)
+    result = torch.load(tmp_path / "result.pt", weights_only=True)
     before, after = result["before"], result["after"]
     fsdp = strategy == "fsdp"
     assert f"layout dp=3,tp=1,pp=1,ep=1,fsdp={int(fsdp)}" in result["convert_output"]

@@ -138,7 +138,9 @@ def from_shard_spec(pattern: str, spec: ShardSpec) -> SplitSpec:
 
 
 def _spec_from_plan_value(pattern: str, value: object) -> SplitSpec:
-    from zaya_model.parallel import ShardSpec  # here: only ZAYA plans need the model package
+    from ckpt_reshape.zaya_extra import zaya_model  # here: only ZAYA plans need the model package
+
+    ShardSpec = zaya_model("zaya_model.parallel").ShardSpec
 
     if isinstance(value, SplitSpec):
         return value

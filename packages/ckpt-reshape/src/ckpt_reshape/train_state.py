@@ -11,82 +11,34 @@ sampler positions disagree. Current zaya-train saves ZeRO-1 state in the DCP che
 (`optim.state.<fqn>.<name>`, each entry written by the rank that owns it), which is the form DDP writes: such a
 checkpoint reshapes like DDP and its train states hold nothing per world size but the RNG states.
 
-The files are unpickled by a restricted unpickler (plain containers, numpy arrays and dtypes, CPU tensors):
-a checkpoint is data, never code. File names come from `zaya_config.train_checkpoint.layout` (the contract
+The files are unpickled by zaya-config's restricted unpickler (plain containers, numpy arrays and dtypes, CPU
+tensors; `zaya_config.train_checkpoint.train_state`): a checkpoint is data, never code. File names come from `zaya_config.train_checkpoint.layout` (the contract
 ckpt-reshape shares with zaya-train); the keys read here follow `zaya_train.trainer.Trainer.train_state`.
 """
 
 from __future__ import annotations
 
-import collections
-import io
 import pickle
 from pathlib import Path
 
+from zaya_config.safe_pickle import UnsafePickleError
 from zaya_config.train_checkpoint.layout import train_state_files, train_state_name
+from zaya_config.train_checkpoint.train_state import load_train_state as _load_train_state
 
 from ckpt_reshape.errors import ReshapeError
 
 _GLOBAL_KEYS = ("progress", "sampler", "recipe")  # must agree across ranks for the state to be re-split
 
 
-def _load_tensor_bytes(data: bytes):
-    import torch
-
-    return torch.load(io.BytesIO(data), weights_only=True)
-
-
-def _allowed() -> dict[tuple[str, str], object]:
-    import numpy as np
-    import torch
-
-    allowed: dict[tuple[str, str], object] = {
-        ("collections", "OrderedDict"): collections.OrderedDict,
-        ("torch._utils", "_rebuild_tensor_v2"): torch._utils._rebuild_tensor_v2,
-        ("torch.storage", "_load_from_bytes"): _load_tensor_bytes,
-        ("numpy", "dtype"): np.dtype,
-        ("numpy", "ndarray"): np.ndarray,
-        ("builtins", "set"): set,
-        ("builtins", "frozenset"): frozenset,
-        ("builtins", "complex"): complex,
-    }
-    for core in ("numpy.core", "numpy._core"):
-        allowed[(f"{core}.multiarray", "_reconstruct")] = np._core.multiarray._reconstruct
-        allowed[(f"{core}.multiarray", "scalar")] = np._core.multiarray.scalar
-        allowed[(f"{core}.numeric", "_frombuffer")] = np._core.numeric._frombuffer
-    for name in ("float64", "float32", "int64", "int32", "uint32", "uint8", "bool_"):
-        allowed[("numpy", name)] = getattr(np, name)
-    return allowed
-
-
-class _TrainStateUnpickler(pickle.Unpickler):
-    def __init__(self, stream, path: Path) -> None:
-        super().__init__(stream)
-        self.path = path
-        self.allowed = _allowed()
-
-    def find_class(self, module: str, name: str):
-        try:
-            return self.allowed[(module, name)]
-        except KeyError:
-            raise ReshapeError(
-                f"{self.path}: train state references {module}.{name}, which ckpt-reshape does not load (it "
-                "unpickles containers, numpy arrays and tensors only); reshape with the same world size, which "
-                "copies these files unchanged"
-            ) from None
-
-
 def load_train_state(path: Path) -> dict:
-    """One rank's train state, through the restricted unpickler."""
+    """One rank's train state, through zaya-config's restricted unpickler (`zaya_config.safe_pickle`)."""
     try:
-        state = _TrainStateUnpickler(io.BytesIO(Path(path).read_bytes()), Path(path)).load()
-    except ReshapeError:
-        raise
-    except Exception as err:
-        raise ReshapeError(f"{path}: train state does not unpickle ({err}); truncated or corrupt") from err
-    if not isinstance(state, dict):
-        raise ReshapeError(f"{path}: train state is a {type(state).__name__}, expected zaya-train's dict")
-    return state
+        return _load_train_state(path)
+    except UnsafePickleError as err:
+        raise ReshapeError(
+            f"{err}; ckpt-reshape re-pickles train states only for another world size: reshape with the same "
+            "world size, which copies these files unchanged"
+        ) from None
 
 
 def reshape_train_states(folder: Path, old_world: int | None, new_world: int) -> dict[str, bytes]:

@@ -6,17 +6,16 @@ and format each is stored in (a DCP checkpoint on 8 ranks equals its HF export o
 
 from __future__ import annotations
 
-import io
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 from zaya_config.train_checkpoint.manifest import find_manifest, manifest_problems
 
 from ckpt_reshape.checksums import DEFAULT_ALGORITHM, stored_checksum
 from ckpt_reshape.formats import open_checkpoint
 from ckpt_reshape.index import CheckpointIndex
+from ckpt_reshape.objects import load_object
 from ckpt_reshape.stream_hash import max_abs_difference, stream_checksum
 
 _HASH_THREADS = 2  # hashers release the GIL: two tensors (or both sides of one) are read and hashed at once
@@ -72,10 +71,6 @@ def verify(path: Path) -> VerifyReport:
                     report.problems.append(problem)
         report.checked_objects = len(reader.index.objects)
     return report
-
-
-def _decode(payload: bytes):
-    return torch.load(io.BytesIO(payload), weights_only=False)
 
 
 def summarize_entries(names: list[str], shown: int = 8) -> str:
@@ -139,7 +134,7 @@ def compare(path_a: Path, path_b: Path) -> VerifyReport:
         for name in sorted(set(ia.objects) ^ set(ib.objects)):
             report.problems.append(f"entry {name!r} exists only in {path_a if name in ia.objects else path_b}")
         for name in [n for n in ia.objects if n in ib.objects]:
-            if _decode(a.read_object(name)) != _decode(b.read_object(name)):
+            if load_object(a.read_object(name), name) != load_object(b.read_object(name), name):
                 report.problems.append(f"entry {name!r}: values differ")
             report.checked_objects += 1
     return report

@@ -1,11 +1,10 @@
 """The bridge to zaya-model: its shard plan, its HF key map and its config. ckpt-reshape knows no ZAYA tensor
 names of its own; it recognises a ZAYA checkpoint by two of them and asks zaya-model for the rest.
-zaya-model is imported when a checkpoint needs it (it loads the model code).
+zaya-model (the `ckpt-reshape[zaya]` extra) is imported when a checkpoint needs it (`zaya_extra`).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
@@ -13,14 +12,10 @@ from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.index import CheckpointIndex
 from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
 from ckpt_reshape.splits import SplitSpec, SplitTable, table_from_plan
+from ckpt_reshape.zaya_extra import zaya_model
 
 _OURS_MARKERS = ("attn.qkv.weight", "moe.experts.gate_up")
 _HF_MARKERS = ("qkv_proj.q_proj.weight", "mlp.experts.gate_up_proj")
-
-
-def zaya_model():
-    """The zaya_model module (imported on first use)."""
-    return importlib.import_module("zaya_model")
 
 
 def is_zaya_native(index: CheckpointIndex) -> bool:
@@ -52,31 +47,12 @@ def resolve_model_config(spec: str | dict | Path | None, index: CheckpointIndex 
 
 
 def run_dir_model_config(src: Path):
-    """The model config of a zaya-train run's checkpoint (`src`: the run's `checkpoints/` or a step folder):
-    the `model` group of the run's resolved `config.yaml` as trained at that step (`zaya_run.as_trained`);
-    None if there is no config.yaml."""
-    from ckpt_reshape.formats import resolve_zaya_train_root
-    from ckpt_reshape.zaya_run import as_trained
+    """The model config of a zaya-train run's checkpoint (`src`: the run's `checkpoints/` or a step folder) as
+    trained at that step: its `trained_model.json`, else the run's `config.yaml` (`zaya_run`); None if neither."""
+    from ckpt_reshape.zaya_run import as_trained, trained_model_for
 
-    model, src = zaya_model(), Path(src).resolve()
-    for folder in (src, src.parent):
-        config = folder.parent / "config.yaml"
-        if folder.name == "checkpoints" and config.is_file():
-            try:
-                import yaml
-            except ImportError:
-                return None
-            run_config = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-            data = run_config.get("model")
-            if not isinstance(data, dict):
-                return None
-            try:
-                cfg = model.ZayaConfig.from_dict(data)
-            except Exception as err:
-                raise ReshapeError(f"{config}: its `model` group is not a zaya-model config ({err})") from err
-            step_folder = src if folder is not src else resolve_zaya_train_root(src)
-            return as_trained(cfg, run_config, folder.parent, step_folder)
-    return None
+    record = trained_model_for(src)
+    return None if record is None else as_trained(record, Path(src))
 
 
 def zaya_key_map(cfg) -> HfKeyMap:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zaya_config.train_checkpoint.layout import LATEST_NAME, read_latest, step_dir_name
-
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter
 from ckpt_reshape.formats.dcp import DcpReader, DcpWriter, is_dcp_folder
 from ckpt_reshape.formats.hf import HfReader, HfWriter, is_hf_folder
 from ckpt_reshape.formats.torch_file import TorchFileReader, TorchFileWriter, is_torch_file
 from ckpt_reshape.formats.zarr_format import ZarrReader, ZarrWriter, is_zarr_folder
+from ckpt_reshape.train_root import resolve_zaya_train_root
 
 FORMATS = ("dcp", "zarr", "hf", "torch")
 WRITERS: dict[str, type[CheckpointWriter]] = {
@@ -26,20 +25,6 @@ _READERS: dict[str, type[CheckpointReader]] = {
     "hf": HfReader,
     "torch": TorchFileReader,
 }
-
-
-def resolve_zaya_train_root(path: Path) -> Path:
-    """A zaya-train checkpoint root (with a `latest` pointer) stands for its latest committed step folder."""
-    latest = path / LATEST_NAME
-    if path.is_dir() and latest.is_file() and not (path / ".metadata").exists():
-        step = read_latest(path)
-        if step is None:
-            raise ReshapeError(f"{latest}: does not name a step folder (step_NNNNNNNN); rewrite it or pass the folder")
-        folder = path / step_dir_name(step)
-        if not folder.is_dir():
-            raise ReshapeError(f"{latest}: points to {folder.name}, which does not exist")
-        return folder
-    return path
 
 
 def detect_format(path: Path) -> str:

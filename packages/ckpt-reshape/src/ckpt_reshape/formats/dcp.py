@@ -25,6 +25,7 @@ from torch.distributed.checkpoint.metadata import (
     TensorProperties,
     TensorStorageMetadata,
 )
+from zaya_config.train_checkpoint.dcp_metadata import read_dcp_metadata
 from zaya_config.train_checkpoint.manifest import find_manifest
 
 from ckpt_reshape.byte_ranges import Extent, Target, contiguous_start
@@ -60,9 +61,8 @@ class DcpReader(CheckpointReader):
         super().__init__(path)
         meta_path = self.path / METADATA_NAME
         try:
-            with open(meta_path, "rb") as stream:
-                self.metadata: Metadata = pickle.load(stream)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as err:
+            self.metadata: Metadata = read_dcp_metadata(self.path)  # restricted: a checkpoint is data, never code
+        except (OSError, ValueError) as err:
             raise ReshapeError(
                 f"{meta_path}: cannot read DCP metadata ({err}); the file is missing or corrupt"
             ) from err

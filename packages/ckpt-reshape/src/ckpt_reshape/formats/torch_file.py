@@ -16,6 +16,7 @@ from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter, layout_from_sidecar
 from ckpt_reshape.index import TensorMeta
+from ckpt_reshape.objects import load_object
 from ckpt_reshape.row_blocks import RowWriter, piece_row_writer
 from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, UnsupportedPickle, placeholder, pwrite_from, save_skeleton
 
@@ -139,7 +140,7 @@ class TorchFileWriter(CheckpointWriter):
         self._sidecar_len = 0
 
     def write_object(self, name: str, payload: bytes) -> None:
-        self._objects[name] = torch.load(io.BytesIO(payload), weights_only=False)
+        self._objects[name] = load_object(payload, name)
 
     def reserve_sidecar(self, sidecar_template: dict) -> None:
         """Fix the sidecar's size before the skeleton is saved (checksums are fixed-width hex)."""
