@@ -23,6 +23,7 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 from zaya_model import ZayaConfig
 from zaya_train.build import build_trainer
 from zaya_train.config import CheckpointConfig, DataConfig, DistributedConfig, EvalConfig, SourceConfig, TrainConfig
+from zaya_train.hooks import TrainerHook
 from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
 
 STEPS, SNAPSHOT_AT = 5, 3
@@ -32,7 +33,7 @@ STRATEGIES = {  # --strategy: zaya-train's distributed config, the layout the ch
 }
 
 
-class Recorder:
+class Recorder(TrainerHook):
     """Trainer hook: the weights (and, under ZeRO-1, every rank's optimizer state by parameter name) at the
     first step this process runs, each step's loss, the snapshot copy."""
 

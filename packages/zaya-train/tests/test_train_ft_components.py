@@ -244,8 +244,7 @@ def test_checkpoint_saved_is_written_only_once_an_async_save_is_committed(make_t
 
     def step() -> None:  # one iteration of Trainer.run's loop
         metrics = trainer.train_step(trainer.sampler.next_batch(trainer.global_batch_size()))
-        trainer.after_step(metrics)  # saves this step asynchronously
-        trainer._call_hooks("after_step", metrics)
+        trainer.end_step(metrics)  # saves this step asynchronously
 
     trainer._enter_next()  # the first phase, as `run` starts it
     gate = threading.Event()
@@ -258,7 +257,7 @@ def test_checkpoint_saved_is_written_only_once_an_async_save_is_committed(make_t
         gate.set()
     step()  # saving step 2 first waits for step 1's commit
     trainer.checkpoints.wait()
-    trainer.resilience.on_end(trainer, {})
+    trainer.end_run({})  # the end of `run`: committed saves announced, then the hooks' on_end
     events = read_events(run_dir, "checkpoint_saved")
     assert [e["step"] for e in events] == [1, 2]
     for event in events:

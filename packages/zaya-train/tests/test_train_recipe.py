@@ -7,6 +7,7 @@ import pytest
 from zaya_config import ZayaConfigError, compose
 from zaya_train.config import DataConfig, SourceConfig
 from zaya_train.errors import ZayaTrainError
+from zaya_train.hooks import TrainerHook
 from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
 
 
@@ -85,7 +86,7 @@ def test_trainer_switches_context_length_and_theta_at_the_right_token(make_train
     trainer = make_trainer(phases=phases)
     seen = []
 
-    class Probe:  # a hook: records what each step trains on
+    class Probe(TrainerHook):  # a hook: records what each step trains on
         def before_step(self, t):
             seen.append((t.progress.step, t.progress.tokens, t.sampler.seq_len, t.model.config.rope_theta))
 

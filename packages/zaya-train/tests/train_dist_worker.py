@@ -20,6 +20,7 @@ import torch.distributed as dist
 from zaya_model import ZayaConfig
 from zaya_train.build import build_trainer
 from zaya_train.config import CheckpointConfig, DataConfig, DistributedConfig, EvalConfig, SourceConfig, TrainConfig
+from zaya_train.hooks import TrainerHook
 from zaya_train.recipe import PhaseConfig, RecipeConfig, ScheduleConfig
 
 
@@ -39,7 +40,7 @@ def _optimizer_state_by_name(trainer) -> dict[str, dict[str, torch.Tensor]]:
     return {names[p]: {k: v.detach().cpu().clone() for k, v in entry.items()} for p, entry in state.items()}
 
 
-class Recorder:
+class Recorder(TrainerHook):
     """Trainer hook: each step's loss, the optimizer state after a resume, the snapshot copy."""
 
     def __init__(self, snapshot_at: int | None, snapshot: Path | None) -> None:

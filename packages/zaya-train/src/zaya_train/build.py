@@ -1,6 +1,6 @@
 """From a config to a ready Trainer (`build_trainer`): validate, join the process group, build the model, check
-the recipe against model and data (every bad input fails here, before any step), prepare the data, pass the
-hooks in.
+the recipe against model and data (every bad input fails here, before any step), prepare the data; then
+`assembly.py` builds every part the Trainer uses and hands them to it.
 """
 
 import json
@@ -17,6 +17,7 @@ from zaya_config.atomic import write_text_atomic
 from zaya_model.context_parallel import check_chunk_len, padded_length
 from zaya_model.errors import ZayaModelError
 
+from zaya_train.assembly import assemble_trainer
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
@@ -24,8 +25,6 @@ from zaya_train.data.tokenizer_files import TOKENIZER_DIR, save_tokenizer_folder
 from zaya_train.distributed import DistributedContext, check_context_parallel, init_distributed
 from zaya_train.errors import ZayaTrainError
 from zaya_train.recipe import RecipeConfig
-from zaya_train.resilience import Resilience
-from zaya_train.router_balancing import RouterBalancing
 from zaya_train.trainer import Trainer
 
 log = logging.getLogger("zaya_train")
@@ -148,7 +147,7 @@ def build_trainer(
 
 
 def _assemble(objects: dict[str, Any], run_dir: Path, cache_dir: Path, ctx: DistributedContext | None) -> Trainer:
-    from zaya_model import build_model, flops_per_token
+    from zaya_model import build_model
 
     model_cfg, train, recipe = objects["model"], objects["train"], objects["recipe"]
     logging_cfg = objects.get("logging")
@@ -170,28 +169,7 @@ def _assemble(objects: dict[str, Any], run_dir: Path, cache_dir: Path, ctx: Dist
             f"{model_cfg.vocab_size}; raise model.vocab_size or use a smaller tokenizer"
         )
     check_data(recipe, data, train.eval.sequences)
-    hooks: list[Any] = [RouterBalancing()] if RouterBalancing.applies_to(model) else []
-    trainer = Trainer(
-        model,
-        train,
-        recipe,
-        data,
-        ctx,
-        run_dir,
-        resilience=Resilience(train.resilience, train.faults, run_dir, ctx.rank),
-        hooks=hooks,
-        hardware=objects.get("hardware"),
-        flops_per_token=lambda seq_len: flops_per_token(model_cfg, seq_len, training=True),
-        log_every=logging_cfg.log_every_steps if logging_cfg else 10,
-        metrics_jsonl=logging_cfg.metrics_jsonl if logging_cfg else True,
-        tensorboard=logging_cfg.tensorboard if logging_cfg else False,
-        progress=progress,
-    )
-    if train.eval.downstream.tasks:  # lm-eval tasks during training (the `eval` extra)
-        from zaya_train.evals.hook import DownstreamEvalHook
-
-        trainer.hooks.append(DownstreamEvalHook(trainer, train.eval.downstream))
-    return trainer
+    return assemble_trainer(objects, model, data, ctx, run_dir, progress)
 
 
 def resolved_config_yaml(cfg: DictConfig) -> str:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from zaya_train.hooks import TrainerHook
+
 if TYPE_CHECKING:
     from zaya_train.trainer import Trainer
 
 
-class RouterBalancing:
+class RouterBalancing(TrainerHook):
     """For models with `update_router_biases()` and `reset_router_counts()` (zaya_model.ZayaForCausalLM)."""
 
     @staticmethod

@@ -28,6 +28,10 @@ class TrainProgress:
     def state_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Become the saved progress in place (the checkpoint manager holds this object, not a copy)."""
+        vars(self).update(vars(self.from_state_dict(state)))
+
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> "TrainProgress":
         return cls(**state)
@@ -48,3 +52,13 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class RNGState:
+    """Every RNG a step may draw from, as a checkpoint part (Stateful: `state_dict` / `load_state_dict`)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return rng_state()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        set_rng_state(state)

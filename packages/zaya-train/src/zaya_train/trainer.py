@@ -11,13 +11,14 @@ the fused chunked loss; blocks are compiled and checkpointed per `train.compile`
 anomaly guard judges before the optimizer step may touch the weights. Everything else a step produces
 (expert load, step timings) is read on logging steps only.
 
-Everything else plugs in as hooks, passed in by the builder (`zaya_train.build.build_trainer`): `resilience`
-(preemption saves, watchdog heartbeats, NaN/spike policy, fault injection; it also judges each step before the
-optimizer may touch the weights) and `hooks` (router balancing, downstream evals, a test's recorder). A hook
-may define any of `before_step(trainer)`, `after_optimizer_step(trainer, metrics)`,
-`on_dropped_step(trainer, metrics)`, `after_step(trainer, metrics)` and `on_end(trainer, summary)`; tensors a
-hook puts into a step's metrics are read to the host on logging steps and dropped on the others.
-Checkpoint contents (what is saved, how a resume restores it) live in `checkpoint/trainer_state.py`.
+Everything else plugs in, built by the builder (`zaya_train.build.build_trainer`) and passed in: the
+wrapped model, optimizer, progress, metrics writer and checkpoint manager (handed the checkpoint's Stateful
+parts, `checkpoint/trainer_state.py`), `resilience` and `hooks` (router balancing, downstream evals, a test's
+recorder). Every hook is a `zaya_train.hooks.TrainerHook` and gets every event by a direct call (Resilience
+first): `before_step`, `after_optimizer_step`, `on_dropped_step`, `after_step`, `on_checkpoint_saved`,
+`on_end`; tensors a hook puts into a step's metrics are read to the host on logging steps and dropped on the
+others. Resilience decides (`judge` before the optimizer step, `decide` after the step: a `Decision`) and the
+Trainer acts: it drops the batch, rolls back to the last checkpoint, or saves and stops.
 """
 
 import contextlib
@@ -26,33 +27,31 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 from zaya_model.context_parallel import shard_sequence
 
-from zaya_train.checkpoint import trainer_state
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData
 from zaya_train.data.sampler import MixtureSampler, validation_windows
-from zaya_train.distributed import (
-    DistributedContext,
-    ParallelMesh,
-    parallel_mesh,
-    parallelize,
-    resolve_compile,
-    set_gradient_sync,
-)
+from zaya_train.data.sampler_slot import SamplerSlot
+from zaya_train.distributed import DistributedContext, ParallelMesh, parallel_mesh, set_gradient_sync
 from zaya_train.errors import ZayaTrainError
+from zaya_train.hooks import TrainerHook, check_hooks
 from zaya_train.metrics import MetricsWriter, StepTimer, mfu, plot_run
-from zaya_train.optim import build_optimizer, learning_rate
+from zaya_train.optim import learning_rate
 from zaya_train.recipe import RecipeConfig, ramped_batch_size
-from zaya_train.resilience import Resilience
-from zaya_train.run_lock import acquire_run_dir, release_run_dir
+from zaya_train.resilience.decision import Decision
+from zaya_train.resilience.runtime import Resilience
+from zaya_train.run_lock import release_run_dir
 from zaya_train.sample import generate_text
 from zaya_train.train_state import TrainProgress
+
+if TYPE_CHECKING:  # torch.distributed.checkpoint loads only for runs that save
+    from zaya_train.checkpoint import CheckpointManager
 
 log = logging.getLogger("zaya_train")
 
@@ -62,68 +61,57 @@ class Trainer:
 
     def __init__(
         self,
-        model: nn.Module,
+        *,
         train: TrainConfig,
         recipe: RecipeConfig,
         data: PreparedData,
         ctx: DistributedContext,
         run_dir: Path,
-        *,
+        model: nn.Module,
+        wrapped: nn.Module,
+        compiled: bool,
+        optimizer: torch.optim.Optimizer,
+        zero1: bool,
+        mesh: ParallelMesh,
+        progress: TrainProgress,
+        sampler: SamplerSlot,
+        metrics: MetricsWriter,
+        checkpoints: "CheckpointManager | None",
         resilience: Resilience,
-        hooks: Sequence[Any] = (),
+        hooks: Sequence[TrainerHook] = (),
+        run_lock: Path | None = None,
         hardware: Any = None,
         flops_per_token: Callable[[int], float] | None = None,
         log_every: int = 10,
-        metrics_jsonl: bool = True,
-        tensorboard: bool = False,
-        progress: bool = True,
+        progress_bar: bool = True,
     ) -> None:
+        """Every part comes built (`build_trainer`); the Trainer owns them from here (`close`)."""
+        check_hooks([resilience, *hooks])
         self.cfg, self.recipe, self.data, self.ctx = train, recipe, data, ctx
         self.run_dir = Path(run_dir)
-        self._run_lock = acquire_run_dir(self.run_dir) if ctx.is_rank0 else None  # one trainer per run dir
-        try:
-            self.hardware, self.flops_per_token = hardware, flops_per_token
-            self.log_every, self.show_progress = log_every, progress and ctx.is_rank0
-            self.model = model
-            self.compiled = resolve_compile(train.compile, train.compile_backend, ctx.device)
-            self.wrapped = parallelize(
-                model,
-                ctx,
-                train.precision,
-                train.distributed.reshard_after_forward,
-                compile=self.compiled,
-                compile_backend=train.compile_backend,
-                activation_checkpointing=train.activation_checkpointing,
-            )
-            zero1 = train.distributed.zero1 and ctx.strategy == "ddp"
-            self.zero1 = zero1
-            compile_ns = train.optimizer.compile_newton_schulz and self.compiled and ctx.device.type == "cuda"
-            self.optimizer = build_optimizer(model, train.optimizer, zero1=zero1, compile_ns=compile_ns)
-            self.progress = TrainProgress()
-            self.mesh: ParallelMesh = parallel_mesh(ctx, ctx.context_parallel)  # the phase's dp x cp (enter_phase)
-            self.sampler: MixtureSampler | None = None
-            self.val_windows: dict[str, np.ndarray] = {}
-            self.metrics = MetricsWriter(self.run_dir, enabled=metrics_jsonl and ctx.is_rank0, tensorboard=tensorboard)
-            self.resilience = resilience
-            self.hooks: list[Any] = [resilience, *hooks]
-            self.checkpoints = None
-            if train.checkpoint.enabled:
-                from zaya_train.checkpoint import CheckpointManager
-
-                root = Path(train.checkpoint.dir) if train.checkpoint.dir else self.run_dir / "checkpoints"
-                self.checkpoints = CheckpointManager(
-                    root, keep_last=train.checkpoint.keep_last, async_save=train.checkpoint.async_save
-                )
-            self._window_start = (time.perf_counter(), 0)
-            self._last_saved_step = -1
-        except BaseException:  # a failed construction must not keep the run dir locked (or metrics open)
-            if hasattr(self, "metrics"):
-                self.metrics.close()
-            release_run_dir(self._run_lock)
-            self._run_lock = None
-            raise
+        self._run_lock = run_lock  # rank 0's lock on the run dir (run_lock.py): one trainer per run dir
+        self.hardware, self.flops_per_token = hardware, flops_per_token
+        self.log_every, self.show_progress = log_every, progress_bar and ctx.is_rank0
+        self.model, self.wrapped, self.compiled = model, wrapped, compiled
+        self.optimizer, self.zero1 = optimizer, zero1
+        self.mesh = mesh  # the phase's dp x cp (enter_phase)
+        self.progress = progress
+        self._sampler = sampler
+        self.val_windows: dict[str, np.ndarray] = {}
+        self.metrics = metrics
+        self.checkpoints = checkpoints
+        self.resilience = resilience
+        self.hooks: list[TrainerHook] = list(hooks)
+        self._window_start = (time.perf_counter(), 0)
+        self._last_saved_step = -1
+        self._announced = 0  # how many of the checkpoint manager's committed saves the hooks were told of
 
     # ------------------------------------------------------------------ phases
+    @property
+    def sampler(self) -> MixtureSampler | None:
+        """The current phase's sampler (None before the first phase)."""
+        return self._sampler.sampler
+
     @property
     def phase(self):
         return self.recipe.phases[self.progress.phase]
@@ -141,9 +129,10 @@ class Trainer:
         self.progress.phase = index
         self.model.set_rope_theta(phase.rope_theta)
         self.set_context_parallel(phase.context_parallel or self.ctx.context_parallel)
-        self.sampler = MixtureSampler(self.data.train, phase.mixture, phase.seq_len, self.cfg.seed, index)
+        sampler = MixtureSampler(self.data.train, phase.mixture, phase.seq_len, self.cfg.seed, index)
         if sampler_state is not None:
-            self.sampler.load_state_dict(sampler_state)
+            sampler.load_state_dict(sampler_state)
+        self._sampler.sampler = sampler
         world = self.mesh.dp  # a CP group shares its windows
         windows = validation_windows(self.data.val, phase.seq_len, max(self.cfg.eval.sequences, world))
         # Every rank must run the same number of forwards (FSDP gathers per forward): a multiple of dp.
@@ -243,14 +232,16 @@ class Trainer:
         loss_value, norm_value = torch.stack((loss_mean.float(), grad_norm.float())).tolist()
         metrics = {"loss": loss_value, "grad_norm": norm_value, "lr": lr, "tokens_in_step": tokens_in_step,
                    "global_batch": len(batch) * self.mesh.dp}  # fmt: skip
-        verdict = self.resilience.judge(self.progress.step + 1, loss_value, norm_value)
-        if verdict != "accept":  # a NaN or spiking batch never reaches the weights (skip or roll back)
+        decision = self.resilience.judge(self.progress.step + 1, loss_value, norm_value)
+        if decision is not Decision.ACCEPT:  # a NaN or spiking batch never reaches the weights (skip or roll back)
             self.optimizer.zero_grad(set_to_none=True)
-            metrics["anomaly"] = verdict
-            self._call_hooks("on_dropped_step", metrics)
+            metrics["anomaly"] = decision.value
+            for hook in self._all_hooks():
+                hook.on_dropped_step(self, metrics)
             return self._to_host(metrics, timer is not None)
         self.optimizer.step()
-        self._call_hooks("after_optimizer_step", metrics)
+        for hook in self._all_hooks():
+            hook.after_optimizer_step(self, metrics)
         if timer is not None:
             timer.mark("optimizer")
             metrics["optimizer_ms"] = timer.ms("backward", "optimizer")
@@ -307,10 +298,10 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:
-        """Save the current state (every rank writes its shards; contents: `checkpoint/trainer_state.py`)."""
+        """Save the current state (every rank writes its shards; the parts: `checkpoint/trainer_state.py`)."""
         if self.checkpoints is None or self._last_saved_step == self.progress.step:
             return
-        self.checkpoints.save(self.progress.step, trainer_state.collect(self))
+        self.checkpoints.save(self.progress.step)
         self._last_saved_step = self.progress.step
 
     def resume(self) -> bool:
@@ -319,18 +310,55 @@ class Trainer:
 
         if self.checkpoints is None or not self.cfg.checkpoint.resume or not step_dirs(self.checkpoints.root):
             return False
-        step = trainer_state.restore(self)
+        step = self.checkpoints.load_latest()  # weights, optimizer, progress, RNG, sampler position, resilience
         if step is None:
             return False
+        if self.progress.phase >= 0:  # the saved phase, its sampler at the saved position
+            self.enter_phase(self.progress.phase, self._sampler.loaded)
+        self.resilience.resumed(step)
+        log.info("resumed from step %d (%d tokens, phase %d)", step, self.progress.tokens, self.progress.phase)
         self._last_saved_step = step
         return True
 
+    def _announce_checkpoints(self) -> None:
+        """`on_checkpoint_saved` once per checkpoint, when it is committed: an asynchronous save finishes steps
+        after it started, and nothing may call a folder saved while it is still `.tmp.step_N`."""
+        committed = self.checkpoints.committed if self.checkpoints is not None else []
+        while self._announced < len(committed):
+            step = committed[self._announced]
+            self._announced += 1
+            for hook in self._all_hooks():
+                hook.on_checkpoint_saved(self, step, self.checkpoints.folder(step))
+
+    def _roll_back(self, bad_step: int) -> None:
+        """Resilience judged ROLLBACK: reload the last checkpoint, then jump the sampler past the data that led
+        to the anomaly (when the checkpoint is of the same phase)."""
+        position, phase = self.sampler.state_dict(), self.progress.phase
+        if self.checkpoints is None:
+            self.resilience.rollback_unavailable(bad_step, "checkpoints are disabled; batch skipped")
+            return
+        self.checkpoints.wait()
+        if not self.resume():
+            self.resilience.rollback_unavailable(bad_step, "no checkpoint yet; batch skipped")
+            return
+        skipped = self.progress.phase == phase
+        if skipped:  # the windows drawn between the checkpoint and the bad batch are not trained on again
+            self.sampler.load_state_dict(position)
+        step = self.progress.step
+        self.resilience.rolled_back(bad_step, step, skipped, self.checkpoints.folder(step))
+
+    def _stop(self, step: int) -> None:
+        """Resilience decided STOP (a preemption): save now when checkpoints are on, then let it end the process."""
+        saved = self.checkpoints is not None
+        if saved:
+            self.save_checkpoint()
+            self.checkpoints.wait()
+            self._announce_checkpoints()
+        self.resilience.stop(step, saved)
+
     # ------------------------------------------------------------------ the loop
-    def _call_hooks(self, event: str, *args: Any) -> None:
-        for hook in self.hooks:
-            method = getattr(hook, event, None)
-            if method is not None:
-                method(self, *args)
+    def _all_hooks(self) -> list[TrainerHook]:
+        return [self.resilience, *self.hooks]
 
     def done(self) -> bool:
         """Whether the recipe's token budget (or train.max_steps) is used up."""
@@ -377,10 +405,34 @@ class Trainer:
         if self.checkpoints is not None and step % self.cfg.checkpoint.every_steps == 0:
             self.save_checkpoint()
 
+    def end_step(self, metrics: dict[str, Any]) -> None:
+        """Everything after `train_step`: `after_step`, then what Resilience decided (roll back; heartbeat;
+        announce committed saves; stop on a preemption), then every hook's `after_step`."""
+        self.after_step(metrics)
+        step = self.progress.step
+        if metrics.get("anomaly") == Decision.ROLLBACK.value:
+            self._roll_back(bad_step=step + 1)
+        self.resilience.heartbeat(step)
+        saved_now = self.checkpoints is not None and self._last_saved_step == step and "anomaly" not in metrics
+        if saved_now and self.resilience.needs_committed_saves:
+            self.checkpoints.wait()
+        self._announce_checkpoints()
+        if self.resilience.decide(step) is Decision.STOP:
+            self._stop(step)
+        for hook in self._all_hooks():
+            hook.after_step(self, metrics)
+
+    def end_run(self, summary: dict[str, Any]) -> None:
+        """The run is complete: announce the last committed saves, then every hook's `on_end`."""
+        self._announce_checkpoints()
+        for hook in self._all_hooks():
+            hook.on_end(self, summary)
+
     def run(self) -> dict[str, Any]:
         """Train to the end of the recipe (resuming first); returns a summary of the run."""
         from zaya_train.progress import TrainingProgressBar
 
+        check_hooks(self._all_hooks())  # `trainer.hooks` may have grown since construction
         started = time.perf_counter()
         self.resume()
         if self.progress.phase < 0:
@@ -395,10 +447,10 @@ class Trainer:
                     self._enter_next()
                 # this DP rank's rows; every rank of its CP group reads the same ones (`_loss` takes its chunks)
                 batch = self.sampler.next_batch(self.global_batch_size(), self.mesh.dp_rank, self.mesh.dp)
-                self._call_hooks("before_step")
+                for hook in self._all_hooks():
+                    hook.before_step(self)
                 metrics = self.train_step(batch)
-                self.after_step(metrics)
-                self._call_hooks("after_step", metrics)
+                self.end_step(metrics)
                 bar.update(self.progress, metrics["loss"], self.phase.name)
         final_val = self.evaluate()
         self.save_checkpoint()
@@ -416,7 +468,7 @@ class Trainer:
         summary["sample"] = self.sample()
         if self.ctx.is_rank0 and self.cfg.plots:
             summary["plots"] = [str(p) for p in plot_run(self.run_dir)]
-        self._call_hooks("on_end", summary)
+        self.end_run(summary)
         return summary
 
     def _enter_next(self) -> bool:

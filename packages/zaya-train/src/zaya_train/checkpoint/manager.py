@@ -8,7 +8,14 @@ the integrity file; ckpt-reshape reads and rewrites the same root):
    the previous checkpoint or the new one as `latest`, never a half-written one;
 4. older folders beyond `keep_last` and leftovers of killed saves are removed.
 `load_latest` walks back from `latest`, verifying each manifest, and warns naming the bad file when it
-has to skip one. Checkpoint collectives run on their own gloo group so that an asynchronous save's
+has to skip one.
+
+The manager is handed the Stateful parts it saves (`parts`: name -> an object with `state_dict()` and
+`load_state_dict()`, as torchtitan's CheckpointManager is; `checkpoint/trainer_state.py` lists a training
+run's) and knows nothing of what they belong to: `save(step)` writes their state dicts, `load_latest()` fills
+their templates from the newest verified checkpoint and hands each part its own back. The part named `train`
+is pickled per rank; the others go through DCP. `save(step, state)` / `load_latest(state)` take the state
+dicts themselves instead. Checkpoint collectives run on their own gloo group so that an asynchronous save's
 background thread never interleaves with the training loop's collectives. `root` must be on a file
 system every rank sees (as DCP's FileSystemWriter assumes), since rank 0 hashes and renames all shards.
 """
@@ -20,6 +27,7 @@ import pickle
 import shutil
 import time
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +35,7 @@ from typing import Any
 
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.stateful import Stateful
 from zaya_config.atomic import durable_rename, fsync_path, write_bytes_atomic
 from zaya_config.train_checkpoint.layout import (
     LATEST_NAME,
@@ -65,12 +74,20 @@ class SaveTiming:
 
 
 class CheckpointManager:
-    """Saves and restores {"model", "optim", "train"} state dicts under `root`, keeping the last N."""
+    """Saves and restores named parts (or {"model", "optim", "train"} state dicts) under `root`, keeping the
+    last N."""
 
-    def __init__(self, root: Path, keep_last: int = 3, async_save: bool = False) -> None:
+    def __init__(
+        self,
+        root: Path,
+        keep_last: int = 3,
+        async_save: bool = False,
+        parts: Mapping[str, Stateful] | None = None,
+    ) -> None:
         if keep_last < 1:
             raise CheckpointError(f"keep_last = {keep_last}; keep at least 1 checkpoint (set keep_last >= 1)")
         self.root = Path(root)
+        self.parts: dict[str, Stateful] = dict(parts or {})
         self.keep_last = keep_last
         self.async_save = async_save
         self.distributed = dist.is_available() and dist.is_initialized()
@@ -88,8 +105,11 @@ class CheckpointManager:
             self.root.mkdir(parents=True, exist_ok=True)
 
     # ---------------------------------------------------------------- save
-    def save(self, step: int, state: dict[str, Any]) -> Path:
-        """Write a checkpoint of `state` for `step`; returns its final folder (committed once `wait()` returns)."""
+    def save(self, step: int, state: dict[str, Any] | None = None) -> Path:
+        """Write a checkpoint of `state` (default: the parts' state dicts) for `step`; returns its final folder
+        (committed once `wait()` returns)."""
+        if state is None:
+            state = {name: part.state_dict() for name, part in self.parts.items()}
         start = time.perf_counter()
         self.wait()
         tmp = self.root / tmp_dir_name(step)
@@ -167,11 +187,13 @@ class CheckpointManager:
             self._executor.shutdown(wait=True)
 
     # ---------------------------------------------------------------- load
-    def load_latest(self, state: dict[str, Any]) -> int | None:
-        """Load the newest verified checkpoint into `state` (in place); returns its step or None when none exists.
+    def load_latest(self, state: dict[str, Any] | None = None) -> int | None:
+        """Load the newest verified checkpoint; returns its step or None when none exists.
 
-        `state["train"]` is replaced by the saved dict of this rank (rank 0's when the world grew); the tensors
-        in `state["model"]` / `state["optim"]` are filled in place by DCP.
+        Into `state` (in place): `state["train"]` is replaced by the saved dict of this rank (rank 0's when the
+        world grew); the tensors in `state["model"]` / `state["optim"]` are filled in place by DCP. Without
+        `state`, into the parts: their state dicts are the templates (built only once a checkpoint is found),
+        and each part then gets its loaded state dict (`load_state_dict`), in the order the parts were given.
         """
         self.wait()
         choice = [self._choose_checkpoint() if self.rank == 0 else None]
@@ -181,6 +203,21 @@ class CheckpointManager:
         if found is None:
             return None
         step, folder = found[0], Path(found[1])
+        if state is not None:
+            self._read(folder, state)
+            return step
+        state = {name: part.state_dict() for name, part in self.parts.items() if name != TRAIN_KEY}
+        self._read(folder, state)
+        for name, part in self.parts.items():
+            part.load_state_dict(state[name])
+        return step
+
+    def folder(self, step: int) -> Path:
+        """Where the checkpoint of `step` is once committed."""
+        return self.root / step_dir_name(step)
+
+    def _read(self, folder: Path, state: dict[str, Any]) -> None:
+        """This rank's train state and the DCP tensors of `folder` into `state`."""
         own = folder / train_state_name(self.rank)
         own = own if own.exists() else folder / train_state_name(0)
         with open(own, "rb") as stream:
@@ -193,7 +230,6 @@ class CheckpointManager:
                 process_group=self._group,
                 no_dist=not self.distributed,
             )
-        return step
 
     def latest_step(self) -> int | None:
         """Step of the newest checkpoint that passes verification (rank-local check, no collectives)."""

@@ -10,24 +10,38 @@ RNG is restored afterwards, so a run with downstream evals has the same losses a
 scores all documents (an FSDP model needs all ranks in each forward); rank 0 writes the records.
 """
 
+from __future__ import annotations
+
 import contextlib
 import io
 import logging
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from zaya_train.evals.config import DownstreamConfig
 from zaya_train.evals.harness import expand_tasks, headline, require_lm_eval, scores, task_manager
+from zaya_train.hooks import TrainerHook
 from zaya_train.metrics.writer import read_metrics
 from zaya_train.train_state import rng_state, set_rng_state
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from zaya_train.config import TrainConfig
+    from zaya_train.trainer import Trainer
 
 log = logging.getLogger("zaya_train")
 
 
-class DownstreamEvalHook:
+class DownstreamEvalHook(TrainerHook):
     """Trainer hook (`before_step`, `after_step`, `on_end`) for `train.eval.downstream`."""
 
-    def __init__(self, trainer: Any, cfg: DownstreamConfig) -> None:
+    def __init__(
+        self, cfg: DownstreamConfig, model: nn.Module, tokenizer: Any, train: TrainConfig, metrics: Path
+    ) -> None:
+        """Built before the Trainer from the parts it scores: the model, the run's tokenizer, the `train` group
+        (seed, precision) and the run's metrics.jsonl (a resumed run continues its records)."""
         require_lm_eval()
         from zaya_train.evals.lm import ZayaLM
 
@@ -42,32 +56,31 @@ class DownstreamEvalHook:
                 task.set_config(key="num_fewshot", value=cfg.num_fewshot)
             elif task.get_config("num_fewshot") is None:
                 task.set_config(key="num_fewshot", value=0)
-            task.set_fewshot_seed(seed=trainer.cfg.seed)
+            task.set_fewshot_seed(seed=train.seed)
         self.lm = ZayaLM(
-            model=trainer.model,
-            tokenizer=trainer.data.tokenizer,
+            model=model,
+            tokenizer=tokenizer,
             batch_size=cfg.batch_size,
-            precision=trainer.cfg.precision,
-            seed=trainer.cfg.seed,
+            precision=train.precision,
+            seed=train.seed,
             progress=False,
         )
         # A resumed run continues the record: the final weights are not scored twice.
-        path = trainer.metrics.path
-        done = [r for r in read_metrics(path) if r.get("kind") == "downstream"] if path.is_file() else []
+        done = [r for r in read_metrics(metrics) if r.get("kind") == "downstream"] if metrics.is_file() else []
         self.last_step: int | None = done[-1]["step"] if done else None
         self.last: dict[str, float] = {k: v for k, v in done[-1].items() if "/" in k} if done else {}
 
-    def before_step(self, trainer: Any) -> None:
+    def before_step(self, trainer: Trainer) -> None:
         """Score the untrained model once, before the first step of a fresh run."""
         if self.cfg.at_start and self.last_step is None and trainer.progress.step == 0:
             self.evaluate(trainer)
 
-    def after_step(self, trainer: Any, metrics: dict[str, Any]) -> None:
+    def after_step(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
         """Score on the cadence (a skipped or rolled-back batch is not a step)."""
         if "anomaly" not in metrics and trainer.progress.step % self.cfg.every_steps == 0:
             self.evaluate(trainer)
 
-    def on_end(self, trainer: Any, summary: dict[str, Any]) -> None:
+    def on_end(self, trainer: Trainer, summary: dict[str, Any]) -> None:
         """Score the final weights (unless just done), plot, and add the scores to the summary."""
         if self.last_step != trainer.progress.step:
             self.evaluate(trainer)
@@ -80,7 +93,7 @@ class DownstreamEvalHook:
             if written is not None and str(written) not in plots:
                 plots.append(str(written))
 
-    def evaluate(self, trainer: Any) -> dict[str, Any]:
+    def evaluate(self, trainer: Trainer) -> dict[str, Any]:
         """Run the tasks now; write and return the `downstream` record."""
         from lm_eval.evaluator import evaluate
         from zaya_model.context_parallel import context_parallel_off

@@ -1,7 +1,7 @@
 """Fault tolerance for zaya-train: preemption, hang watchdog, loss-spike/NaN policy, crash loops, fault injection.
 
-Each part is usable alone; `Resilience` bundles them behind the hook points the Trainer calls (the builder
-creates it and passes it in).
+Each part is usable alone; `Resilience` bundles them: it decides (a `Decision`) and records, the Trainer acts
+(the builder creates it and passes it in).
 
 The names load on first use: the config schema imports `zaya_train.resilience.config` in every `zaya`
 process, and that should not import torch.distributed.
@@ -23,6 +23,7 @@ _EXPORTS = {
     "WatchdogConfig": "zaya_train.resilience.config",
     "CrashLoopDetector": "zaya_train.resilience.crash_loop",
     "CrashLoopError": "zaya_train.resilience.crash_loop",
+    "Decision": "zaya_train.resilience.decision",
     "EventLog": "zaya_train.resilience.events",
     "read_events": "zaya_train.resilience.events",
     "ExitCode": "zaya_train.resilience.exit_codes",
@@ -42,6 +43,7 @@ __all__ = [
     "CrashLoopConfig",
     "CrashLoopDetector",
     "CrashLoopError",
+    "Decision",
     "EventLog",
     "ExitCode",
     "FaultInjector",
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
         WatchdogConfig,
     )
     from zaya_train.resilience.crash_loop import CrashLoopDetector, CrashLoopError
+    from zaya_train.resilience.decision import Decision
     from zaya_train.resilience.events import EventLog, read_events
     from zaya_train.resilience.exit_codes import ExitCode
     from zaya_train.resilience.faults import FaultInjector, InjectedCrash

@@ -9,20 +9,14 @@ uninterrupted one would.
 
 import math
 from collections import deque
-from enum import Enum
 from typing import Any
 
 from zaya_train.errors import ZayaTrainError
 from zaya_train.resilience.config import AnomalyConfig
+from zaya_train.resilience.decision import Decision
 from zaya_train.resilience.events import EventLog
 
-
-class AnomalyAction(Enum):
-    """What the loop does with the step just computed."""
-
-    ACCEPT = "accept"  # apply the optimizer step
-    SKIP = "skip"  # drop this batch: zero the grads, no optimizer step, move on to the next batch
-    ROLLBACK = "rollback"  # reload the last checkpoint and skip the data between it and this step
+AnomalyAction = Decision  # the guard's verdicts are decisions: ACCEPT, SKIP or ROLLBACK (never STOP)
 
 
 class AnomalyLimitError(ZayaTrainError):
@@ -54,21 +48,21 @@ class AnomalyGuard:
                 return f"loss spike {loss:.4g} > mean {mean:.4g} + {self.cfg.k_std:g} * std {std:.3g} = {limit:.4g}"
         return None
 
-    def check(self, step: int, loss: float, grad_norm: float | None = None) -> AnomalyAction:
+    def check(self, step: int, loss: float, grad_norm: float | None = None) -> Decision:
         """The verdict for `step`; raises AnomalyLimitError when the bounds are exceeded."""
         why = self.reason(loss, grad_norm)
         if why is None:
             self.losses.append(loss)
             self.consecutive = 0
-            return AnomalyAction.ACCEPT
+            return Decision.ACCEPT
         self.consecutive += 1
-        action = AnomalyAction.ROLLBACK if self.cfg.policy == "rollback" else AnomalyAction.SKIP
+        action = Decision.ROLLBACK if self.cfg.policy == "rollback" else Decision.SKIP
         event = {"reason": why, "loss": loss, "grad_norm": grad_norm, "consecutive": self.consecutive}
         if self.cfg.policy == "raise":
             self._stop(step, why, event, "policy is 'raise'")
         if self.consecutive > self.cfg.max_consecutive_skips:
             self._stop(step, why, event, f"{self.consecutive} anomalous steps in a row > max_consecutive_skips")
-        if action is AnomalyAction.ROLLBACK:
+        if action is Decision.ROLLBACK:
             if self.rollbacks >= self.cfg.max_rollbacks:
                 self._stop(step, why, event, f"{self.rollbacks} rollbacks already = max_rollbacks")
             self.rollbacks += 1

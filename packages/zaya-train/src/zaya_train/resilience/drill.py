@@ -75,23 +75,23 @@ def final_state(trainer: Any) -> dict[str, Any]:
     """Hashes of the trainer's whole state (call on every rank; rank 0's view is written)."""
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_optimizer_state_dict
 
-    from zaya_train.checkpoint.trainer_state import train_state
+    from zaya_train.train_state import rng_state
 
     model = get_model_state_dict(trainer.model)
     optim = get_optimizer_state_dict(trainer.model, trainer.optimizer)
-    train = train_state(trainer)
+    sampler = trainer.sampler.state_dict() if trainer.sampler is not None else None  # as a checkpoint holds them
     parts = {
         "model": state_hash(model),
         "optim": state_hash(optim),
-        "progress": state_hash(train["progress"]),
-        "sampler": state_hash(train["sampler"]),
-        "rng": state_hash(train["rng"]),
+        "progress": state_hash(trainer.progress.state_dict()),
+        "sampler": state_hash(sampler),
+        "rng": state_hash(rng_state()),
     }
     return {
         "state_hash": state_hash(parts),
         "parts": parts,
         "step": trainer.progress.step,
-        "sampler_state": train["sampler"],
+        "sampler_state": sampler,
         "metrics_digest": state_hash(metrics_by_step(trainer.run_dir)),
     }
 

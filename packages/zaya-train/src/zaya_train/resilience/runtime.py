@@ -1,13 +1,17 @@
-"""Resilience: every fault-tolerance part behind the Trainer's hook points, built once and passed to the Trainer.
+"""Resilience: every fault-tolerance part, built once and passed to the Trainer; it decides, the Trainer acts.
 
     resilience = Resilience(cfg.resilience, cfg.faults, run_dir, rank)
     trainer = Trainer(..., resilience=resilience)     # build_trainer does this
 
-The Trainer calls it like any hook (`before_step`, `after_step`, `on_end`) and at three places of its own:
-`poison_loss` (the `nan` fault) and `judge` inside `train_step` (before `optimizer.step`, so a NaN or spiking
-batch never touches the weights), and `resumed` after a checkpoint loaded. Errors that must end the process
-with a distinct code (crash loop, anomaly bounds) become SystemExit here, after logging why: this object is the
-process's policy. `exit_code_for(err)` maps those errors to their exit codes.
+It is a `TrainerHook` (`before_step`: crash-loop check, signal handler, watchdog, faults;
+`on_checkpoint_saved`: heartbeat, event, the `corrupt_checkpoint` fault; `on_end`) and answers the Trainer at
+its own points: `poison_loss` (the `nan` fault) and `judge` inside `train_step` (before `optimizer.step`, so a
+NaN or spiking batch never touches the weights: a `Decision`), then after each step `heartbeat` and `decide`
+(STOP on a preemption). What a decision needs done (reload the last checkpoint, move the sampler, save before
+stopping) the Trainer does; it reports back (`rolled_back`, `rollback_unavailable`, `resumed`, `stop`) so the
+events are written here. Errors that must end the process with a distinct code (crash loop, anomaly bounds)
+become SystemExit here, after logging why: this object is the process's policy. `exit_code_for(err)` maps
+those errors to their exit codes.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
-from zaya_config.train_checkpoint.layout import step_dir_name
 
-from zaya_train.resilience.anomaly import AnomalyAction, AnomalyGuard, AnomalyLimitError
+from zaya_train.hooks import TrainerHook
+from zaya_train.resilience.anomaly import AnomalyGuard, AnomalyLimitError
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
 from zaya_train.resilience.crash_loop import CrashLoopDetector, CrashLoopError
+from zaya_train.resilience.decision import Decision
 from zaya_train.resilience.events import EventLog
 from zaya_train.resilience.exit_codes import ExitCode
 from zaya_train.resilience.faults import FaultInjector
@@ -34,7 +39,7 @@ if TYPE_CHECKING:
     from zaya_train.trainer import Trainer
 
 log = logging.getLogger("zaya_train")
-_ACTION_ORDER = (AnomalyAction.ACCEPT, AnomalyAction.SKIP, AnomalyAction.ROLLBACK)
+_ACTION_ORDER = (Decision.ACCEPT, Decision.SKIP, Decision.ROLLBACK)  # by severity
 
 
 def exit_code_for(err: BaseException) -> int:
@@ -53,7 +58,7 @@ def _exit_for(err: Exception) -> SystemExit:
     return SystemExit(exit_code_for(err))
 
 
-class Resilience:
+class Resilience(TrainerHook):
     """Owns the event log, preemption handler, watchdog, anomaly guard, crash-loop detector and faults."""
 
     def __init__(
@@ -79,16 +84,15 @@ class Resilience:
         self._distributed = dist.is_available() and dist.is_initialized()
         self._started = False
         self._resumed_at: int | None = None
-        self._announced = 0  # how many of the checkpoint manager's committed saves `_after_save` was called for
 
     # ------------------------------------------------------------ inside train_step
     def poison_loss(self, step: int, loss: torch.Tensor) -> torch.Tensor:
         """The loss, turned to NaN when a `nan` fault is due (so backward sees NaN grads, as in a real blow-up)."""
         return loss * float("nan") if self.faults.poison_loss(step) else loss
 
-    def judge(self, step: int, loss: float, grad_norm: float | None = None) -> str:
-        """'accept', 'skip' or 'rollback' for `step`, identical on every rank (the most severe verdict wins);
-        exits past the anomaly bounds."""
+    def judge(self, step: int, loss: float, grad_norm: float | None = None) -> Decision:
+        """ACCEPT, SKIP or ROLLBACK for `step`, identical on every rank (the most severe verdict wins); exits
+        past the anomaly bounds."""
         try:
             action = self.anomaly.check(step, loss, grad_norm)
         except AnomalyLimitError as err:
@@ -97,9 +101,9 @@ class Resilience:
             code = torch.tensor([_ACTION_ORDER.index(action)], dtype=torch.int32)
             dist.all_reduce(code, op=dist.ReduceOp.MAX)
             action = _ACTION_ORDER[int(code.item())]
-        return action.value
+        return action
 
-    # ------------------------------------------------------------ hook points
+    # ------------------------------------------------------------ hook events
     def resumed(self, step: int) -> None:
         """The Trainer loaded a checkpoint of `step`."""
         self._resumed_at = step
@@ -121,29 +125,48 @@ class Resilience:
         self.crash_loop.step_started(step)
         self.faults.before_step(step)
 
-    def after_step(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
-        """Rollback when judged so; heartbeat; fault after a save; preemption save-and-exit."""
-        step = trainer.progress.step
-        if metrics.get("anomaly") == AnomalyAction.ROLLBACK.value:
-            self._roll_back(trainer, bad_step=step + 1)
+    def on_checkpoint_saved(self, trainer: Trainer, step: int, folder: Path) -> None:
+        """A checkpoint was committed (never while it is still `.tmp.step_N`): heartbeat, the `checkpoint_saved`
+        event, then any `corrupt_checkpoint` fault."""
         self.watchdog.beat(step)
-        saved_now = trainer.checkpoints is not None and trainer._last_saved_step == step and "anomaly" not in metrics
-        if saved_now and self._corrupts:  # the fault corrupts this step's folder: it must be committed first
-            trainer.checkpoints.wait()
-        self._announce_commits(trainer)
-        if self.cfg.preemption.enabled and self.preemption.should_stop():
-            saved = trainer.checkpoints is not None
-            if saved:
-                trainer.save_checkpoint()
-                trainer.checkpoints.wait()
-                self._announce_commits(trainer)
-            self._finish("preempted")
-            self.preemption.exit(step, saved)
+        if self.rank == 0:
+            self.events.emit("checkpoint_saved", step=step, folder=str(folder))
+        self.faults.after_save(step, folder)
 
     def on_end(self, trainer: Trainer, summary: dict[str, Any]) -> None:
-        """A completed run: announce its last checkpoint, stop the watchdog, close the attempt record."""
-        self._announce_commits(trainer)
+        """A completed run: stop the watchdog, close the attempt record."""
         self._finish("completed")
+
+    # ------------------------------------------------------------ after a step: decide, then record
+    @property
+    def needs_committed_saves(self) -> bool:
+        """Whether each save must be committed before the next step (a `corrupt_checkpoint` fault corrupts the
+        folder of the step just saved, so that folder must exist first)."""
+        return self._corrupts
+
+    def heartbeat(self, step: int) -> None:
+        """Step `step` finished: the watchdog's heartbeat."""
+        self.watchdog.beat(step)
+
+    def decide(self, step: int) -> Decision:
+        """STOP when a preemption was requested (every rank agrees at this step boundary), else ACCEPT."""
+        if self.cfg.preemption.enabled and self.preemption.should_stop():
+            return Decision.STOP
+        return Decision.ACCEPT
+
+    def stop(self, step: int, saved: bool) -> None:
+        """The Trainer has saved (when it could) after a STOP: finish the attempt and exit the process."""
+        self._finish("preempted")
+        self.preemption.exit(step, saved)
+
+    def rolled_back(self, bad_step: int, to_step: int, data_window_skipped: bool, checkpoint: Path) -> None:
+        """The Trainer reloaded the checkpoint of `to_step` after the anomaly at `bad_step`."""
+        self.events.emit("rollback", step=bad_step, to_step=to_step, data_window_skipped=data_window_skipped,
+                         checkpoint=str(checkpoint))  # fmt: skip
+
+    def rollback_unavailable(self, bad_step: int, reason: str) -> None:
+        """The Trainer could not roll back (`reason`); the batch was skipped instead."""
+        self.events.emit("rollback_unavailable", step=bad_step, reason=reason)
 
     def close(self) -> None:
         """Stop the watchdog and restore signal handlers without marking the attempt done (idempotent).
@@ -170,41 +193,9 @@ class Resilience:
             self.anomaly.load_state_dict(state["anomaly"])
 
     # ------------------------------------------------------------ internals
-    def _announce_commits(self, trainer: Trainer) -> None:
-        """`_after_save` once per checkpoint, when it is committed: an asynchronous save finishes steps after
-        it started, and `checkpoint_saved` must not be written while the folder is still `.tmp.step_N`."""
-        committed = trainer.checkpoints.committed if trainer.checkpoints is not None else []
-        while self._announced < len(committed):
-            step = committed[self._announced]
-            self._announced += 1
-            self._after_save(step, trainer.checkpoints.root / step_dir_name(step))
-
-    def _after_save(self, step: int, folder: Path) -> None:
-        """A checkpoint was committed: heartbeat, then any `corrupt_checkpoint` fault."""
-        self.watchdog.beat(step)
-        if self.rank == 0:
-            self.events.emit("checkpoint_saved", step=step, folder=str(folder))
-        self.faults.after_save(step, folder)
-
     def _finish(self, reason: str) -> None:
         """Training ended cleanly: stop the watchdog, restore signal handlers, mark the attempt done."""
         self.close()
         self.crash_loop.finish(reason)
         if self.rank == 0 and reason == "completed":
             self.events.emit("completed")
-
-    def _roll_back(self, trainer: Trainer, bad_step: int) -> None:
-        """Reload the last checkpoint, then jump the sampler past the data that led to the anomaly."""
-        position, phase = trainer.sampler.state_dict(), trainer.progress.phase
-        if trainer.checkpoints is None:
-            self.events.emit("rollback_unavailable", step=bad_step, reason="checkpoints are disabled; batch skipped")
-            return
-        trainer.checkpoints.wait()
-        if not trainer.resume():
-            self.events.emit("rollback_unavailable", step=bad_step, reason="no checkpoint yet; batch skipped")
-            return
-        skipped = trainer.progress.phase == phase
-        if skipped:  # the windows drawn between the checkpoint and the bad batch are not trained on again
-            trainer.sampler.load_state_dict(position)
-        self.events.emit("rollback", step=bad_step, to_step=trainer.progress.step, data_window_skipped=skipped,
-                         checkpoint=str(Path(trainer.checkpoints.root) / step_dir_name(trainer.progress.step)))  # fmt: skip
