@@ -124,7 +124,7 @@ def test_bad_inputs_fail_with_one_clear_line(tmp_path):
 def test_a_bpe_run_finds_its_trained_tokenizer_again(make_trainer, tiny_sources, tmp_path):
     from omegaconf import OmegaConf
     from zaya_train.config import DataConfig, TokenizerConfig
-    from zaya_train.trained_model import _run_tokenizer
+    from zaya_train.trained_run import find_bpe_tokenizer
 
     data = DataConfig(
         sources=dict(tiny_sources),
@@ -134,5 +134,5 @@ def test_a_bpe_run_finds_its_trained_tokenizer_again(make_trainer, tiny_sources,
     )
     trainer = make_trainer(data=data)
     cfg = OmegaConf.create({"train": OmegaConf.structured(trainer.cfg)})
-    found = _run_tokenizer(cfg, trainer.cfg)
+    found = find_bpe_tokenizer(OmegaConf.to_container(cfg), trainer.cfg.data.tokenizer)
     assert found.describe() == trainer.data.tokenizer.describe()  # the same file: same fingerprint and path

@@ -19,6 +19,7 @@ from zaya_model.errors import ZayaModelError
 
 from zaya_train.assembly import assemble_trainer
 from zaya_train.config import TrainConfig
+from zaya_train.data.cache_dir import data_cache_dir
 from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
 from zaya_train.data.tokenizer_files import TOKENIZER_DIR, save_tokenizer_folder
@@ -91,20 +92,7 @@ def check_data(recipe: RecipeConfig, data: PreparedData, val_sequences: int) -> 
         validation_windows(data.val, phase.seq_len, val_sequences)
 
 
-def _resolve(path: str, root: str) -> Path:
-    p = Path(path).expanduser()
-    return p if p.is_absolute() else Path(root) / p
-
-
 _GROUPS = ("model", "train", "recipe", "hardware", "logging")
-
-
-def data_cache_dir(cfg: DictConfig, train: TrainConfig) -> Path:
-    """Where the run's shards and trained tokenizers are cached: `train.data.cache_dir`, else
-    `paths.cache_dir`/data, relative to `paths.root_dir`."""
-    root = OmegaConf.select(cfg, "paths.root_dir", default=".") or "."
-    cache = train.data.cache_dir or str(Path(OmegaConf.select(cfg, "paths.cache_dir", default=".cache/zaya")) / "data")
-    return _resolve(cache, root)
 
 
 def build_trainer(

@@ -301,7 +301,9 @@ class Trainer:
         """Save the current state (every rank writes its shards; the parts: `checkpoint/trainer_state.py`)."""
         if self.checkpoints is None or self._last_saved_step == self.progress.step:
             return
-        self.checkpoints.save(self.progress.step)
+        from zaya_train.checkpoint.trained_record import step_files
+
+        self.checkpoints.save(self.progress.step, files=step_files(self))
         self._last_saved_step = self.progress.step
 
     def resume(self) -> bool:

@@ -36,7 +36,8 @@ from typing import Any
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.stateful import Stateful
-from zaya_config.atomic import durable_rename, fsync_path, write_bytes_atomic
+from zaya_config.atomic import durable_rename, fsync_path, write_bytes_atomic, write_text_atomic
+from zaya_config.train_checkpoint.dcp_metadata import safe_reader
 from zaya_config.train_checkpoint.layout import (
     LATEST_NAME,
     TMP_PREFIX,
@@ -48,6 +49,7 @@ from zaya_config.train_checkpoint.layout import (
     write_latest,
 )
 from zaya_config.train_checkpoint.manifest import ManifestProblem, verify_manifest, write_manifest
+from zaya_config.train_checkpoint.train_state import load_train_state
 
 from zaya_train.checkpoint.errors import CheckpointError
 
@@ -105,7 +107,7 @@ class CheckpointManager:
             self.root.mkdir(parents=True, exist_ok=True)
 
     # ---------------------------------------------------------------- save
-    def save(self, step: int, state: dict[str, Any] | None = None) -> Path:
+    def save(self, step: int, state: dict[str, Any] | None = None, files: dict[str, str] | None = None) -> Path:
         """Write a checkpoint of `state` (default: the parts' state dicts) for `step`; returns its final folder
         (committed once `wait()` returns)."""
         if state is None:
@@ -120,6 +122,9 @@ class CheckpointManager:
             tmp.mkdir(parents=True)
         self._barrier()
         write_bytes_atomic(tmp / train_state_name(self.rank), pickle.dumps(state.get(TRAIN_KEY, {}), protocol=5))
+        if self.rank == 0:  # `files`: text records for the checkpoint's readers (trained_model.json), in the manifest
+            for name, text in (files or {}).items():
+                write_text_atomic(tmp / name, text)
         tensors = {k: v for k, v in state.items() if k != TRAIN_KEY}
         writer = dcp.FileSystemWriter(tmp, sync_files=True)
         timing = SaveTiming(step=step, blocking_s=0.0)
@@ -220,13 +225,12 @@ class CheckpointManager:
         """This rank's train state and the DCP tensors of `folder` into `state`."""
         own = folder / train_state_name(self.rank)
         own = own if own.exists() else folder / train_state_name(0)
-        with open(own, "rb") as stream:
-            state[TRAIN_KEY] = pickle.load(stream)
+        state[TRAIN_KEY] = load_train_state(own)  # restricted: a checkpoint is data, never code
         tensors = {k: v for k, v in state.items() if k != TRAIN_KEY}
         if tensors:
             dcp.load(
                 tensors,
-                storage_reader=dcp.FileSystemReader(folder),
+                storage_reader=safe_reader(folder),
                 process_group=self._group,
                 no_dist=not self.distributed,
             )

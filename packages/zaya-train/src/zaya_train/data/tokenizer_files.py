@@ -4,20 +4,20 @@
 run's tokenizer travels with its HF export (lm-eval's `hf` model, `tokenizer=<run>/tokenizer`). The byte
 tokenizer is written as an equivalent byte-level BPE without merges (ids 0..255 = the bytes, EOS = 256);
 `tokenizer_config.json` also records the zaya identity (`zaya_tokenizer`), from which
-`load_tokenizer_folder` gives back the very object training used (`ByteTokenizer` or `HFTokenizer`).
+`load_tokenizer_folder` gives back the very object training used (`ByteTokenizer` or `HFTokenizer`). The
+folder and file names are the run dir's contract, in `zaya_config.train_checkpoint.run_dir`.
 """
 
 import json
 from pathlib import Path
 
 from zaya_config.atomic import write_text_atomic
+from zaya_config.train_checkpoint.run_dir import TOKENIZER_CONFIG, TOKENIZER_DIR, TOKENIZER_JSON
 
 from zaya_train.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer
 from zaya_train.errors import ZayaTrainError
 
-TOKENIZER_DIR = "tokenizer"
-TOKENIZER_JSON = "tokenizer.json"
-TOKENIZER_CONFIG = "tokenizer_config.json"
+__all__ = ["TOKENIZER_CONFIG", "TOKENIZER_DIR", "TOKENIZER_JSON", "load_tokenizer_folder", "save_tokenizer_folder"]
 
 
 def _bytes_to_unicode() -> dict[int, str]:
