@@ -78,8 +78,12 @@ def test_zaya_train_checkpoint_resumes_on_another_world_size(tmp_path: Path, str
     assert all(s["sampler"] == source_states[0]["sampler"] and s["progress"]["step"] == 3 for s in states)
     assert torch.equal(states[1]["rng"]["torch"], source_states[1]["rng"]["torch"])  # old ranks keep their own
     assert compare(src, step3).ok  # logically equal to the source, bit for bit
-    report = verify(step3)  # zaya-train's manifest (.metadata, 3 shards, 3 train states, sidecar) and checksums
-    assert report.ok and report.checked_files == 2 + len(data_ranks) + 3  # .metadata, shards, train states, sidecar
+    # zaya-train's manifest (.metadata, shards, 3 train states, sidecar, trained_model.json) and checksums
+    report = verify(step3)
+    # .metadata, shards, train states, sidecar, and the trained model carried byte for byte
+    assert report.ok and report.checked_files == 2 + len(data_ranks) + 3 + 1
+    trained = "trained_model.json"
+    assert (step3 / trained).read_bytes() == (src / "step_00000003" / trained).read_bytes()
     assert not any("zero1_optim" in state for state in source_states)
 
     # resumed at step 3 with the source's logical weights, bit for bit
