@@ -1,9 +1,10 @@
 """TrainerHook: the events of a training run a hook may act on, as methods that do nothing by default.
 
 A hook subclasses `TrainerHook` and overrides the events it needs; the Trainer calls every event on every
-hook (Resilience first, then `trainer.hooks` in order), so there is no lookup by name and a misspelt event
-is a method that never runs rather than a silent miss at call time. Device tensors a hook puts into a
-step's metrics are read to the host on logging steps and dropped on the others.
+hook (Resilience first, then `trainer.hooks` in order) directly: the events are named once, here, and no
+method is looked up by a string. An object that is not a TrainerHook is refused before the first step
+(`check_hooks`). Device tensors a hook puts into a step's metrics are read to the host on logging steps and
+dropped on the others.
 """
 
 from __future__ import annotations
