@@ -13,7 +13,9 @@ import torch
 from ckpt_reshape.convert import convert
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats import open_checkpoint
+from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.objects import load_object
+from ckpt_reshape.verify import compare
 from zaya_config.train_checkpoint.trained_model import TrainedModel, write_trained_model
 
 zaya_model = pytest.importorskip("zaya_model")
@@ -68,7 +70,7 @@ def test_hostile_pickles_are_refused_in_one_line(tmp_path: Path, tiny_step):
     assert load_object(buffer.getvalue(), "optim.param_groups") == {"lr": 0.1, "groups": [1, 2]}
 
 
-def test_without_the_zaya_extra_a_zaya_checkpoint_names_the_install(tmp_path: Path, tiny_step, monkeypatch):
+def test_without_the_zaya_extra_a_zaya_checkpoint_names_the_install(tmp_path: Path, tiny_step, monkeypatch, write_dcp):
     monkeypatch.setitem(sys.modules, "zaya_model", None)  # as if ckpt-reshape were installed without [zaya]
     monkeypatch.setitem(sys.modules, "zaya_model.parallel", None)
     with pytest.raises(
@@ -77,3 +79,7 @@ def test_without_the_zaya_extra_a_zaya_checkpoint_names_the_install(tmp_path: Pa
         convert(tiny_step[2], tmp_path / "tp2.dcp", "dcp")
     assert "\n" not in str(err.value)
     assert not (tmp_path / "tp2.dcp").exists()
+    other = write_dcp({"model": {"embed.weight": torch.ones(4, 2), "mlp.experts.w": torch.ones(4, 3)}}, tmp_path / "o")
+    convert(other, tmp_path / "o4.dcp", "dcp", ParallelLayout(dp=4, ep=4, fsdp=True))  # another model: no extra
+    convert(tmp_path / "o4.dcp", tmp_path / "o.hf", "hf")
+    assert compare(other, tmp_path / "o.hf").ok

@@ -30,11 +30,14 @@ def looks_like_hf_zaya(index: CheckpointIndex) -> bool:
 
 def resolve_model_config(spec: str | dict | Path | None, index: CheckpointIndex | None = None):
     """A `ZayaConfig` from a preset name, a config.json path, a dict, or the checkpoint's own HF config."""
-    model = zaya_model()
-    if spec is None:
-        return model.ZayaConfig.from_hf_config(index.hf_config) if index and index.hf_config else None
+    if spec is None:  # another model's own config.json is not a ZayaConfig (and needs no zaya-model)
+        hf = (index.hf_config if index else None) or {}
+        if not hf or hf.get("model_type", "zaya") != "zaya":
+            return None
+        return zaya_model().ZayaConfig.from_hf_config(hf)
     if hasattr(spec, "to_hf_config"):
         return spec
+    model = zaya_model()
     if isinstance(spec, dict):
         return model.ZayaConfig.from_hf_config(spec)
     path = Path(spec)
