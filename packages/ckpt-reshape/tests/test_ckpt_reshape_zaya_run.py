@@ -3,8 +3,6 @@ nothing a checkpoint holds is unpickled with the plain unpickler; without the `z
 stops with one line naming the install."""
 
 import json
-import os
-import pickle
 import sys
 from pathlib import Path
 
@@ -16,17 +14,10 @@ from ckpt_reshape.formats import open_checkpoint
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.objects import load_object
 from ckpt_reshape.verify import compare
+from hostile_pickle import hostile_pickle
 from zaya_config.train_checkpoint.trained_model import TrainedModel, write_trained_model
 
 zaya_model = pytest.importorskip("zaya_model")
-
-
-class _MakesADir:
-    def __init__(self, target: Path) -> None:
-        self.target = target
-
-    def __reduce__(self):
-        return (os.mkdir, (str(self.target),))
 
 
 @pytest.fixture
@@ -56,10 +47,10 @@ def test_the_step_folders_trained_model_is_the_exports_config(tmp_path: Path, ti
 
 def test_hostile_pickles_are_refused_in_one_line(tmp_path: Path, tiny_step):
     step = tiny_step[2]
-    (step / ".metadata").write_bytes(pickle.dumps(_MakesADir(tmp_path / "pwned")))
+    (step / ".metadata").write_bytes(hostile_pickle(tmp_path / "pwned"))
     with pytest.raises(ReshapeError, match=r"\.metadata: cannot read DCP metadata .*references (posix|os)\.mkdir"):
         open_checkpoint(step)
-    payload = pickle.dumps(_MakesADir(tmp_path / "pwned"), protocol=2)
+    payload = hostile_pickle(tmp_path / "pwned", protocol=2)
     with pytest.raises(ReshapeError, match=r"entry 'optim.x' is not plain data .*weights_only=True\) only") as err:
         load_object(payload, "optim.x")
     assert "\n" not in str(err.value) and not (tmp_path / "pwned").exists()

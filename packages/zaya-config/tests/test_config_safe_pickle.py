@@ -1,7 +1,6 @@
 """The restricted unpickler: a real train state and real DCP metadata load; a pickle naming anything else is
 refused with one line naming the file and the global, and the global is never called."""
 
-import os
 import pickle
 import random
 from pathlib import Path
@@ -9,19 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hostile_pickle import MakesADir
 from zaya_config.safe_pickle import UnsafePickleError
 from zaya_config.train_checkpoint.dcp_metadata import read_dcp_metadata, safe_reader
 from zaya_config.train_checkpoint.train_state import load_train_state
-
-
-class _MakesADir:
-    """Unpickling this calls os.mkdir: what a hostile checkpoint would do."""
-
-    def __init__(self, target: Path) -> None:
-        self.target = target
-
-    def __reduce__(self):
-        return (os.mkdir, (str(self.target),))
 
 
 def test_a_train_state_with_every_rng_loads_back_equal(tmp_path: Path) -> None:
@@ -42,7 +32,7 @@ def test_a_train_state_with_every_rng_loads_back_equal(tmp_path: Path) -> None:
 
 def test_a_train_state_naming_another_global_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "train-rank00000.pkl"
-    path.write_bytes(pickle.dumps({"progress": {}, "x": _MakesADir(tmp_path / "pwned")}))
+    path.write_bytes(pickle.dumps({"progress": {}, "x": MakesADir(tmp_path / "pwned")}))
     with pytest.raises(
         UnsafePickleError, match=rf"{path}: references (posix|os)\.mkdir, which is not unpickled"
     ) as err:
@@ -68,7 +58,7 @@ def test_dcp_metadata_loads_restricted_and_dcp_reads_through_it(tmp_path: Path) 
     dcp.load(back, storage_reader=safe_reader(tmp_path / "ck"), no_dist=True)
     assert torch.equal(back["model"]["w"], state["model"]["w"]) and back["extra"]["step"] == 7
 
-    (tmp_path / "ck" / ".metadata").write_bytes(pickle.dumps(_MakesADir(tmp_path / "pwned")))
+    (tmp_path / "ck" / ".metadata").write_bytes(pickle.dumps(MakesADir(tmp_path / "pwned")))
     with pytest.raises(UnsafePickleError, match=r"\.metadata: references (posix|os)\.mkdir"):
         safe_reader(tmp_path / "ck")
     assert not (tmp_path / "pwned").exists()

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import torch
+from hostile_pickle import MakesADir
 from zaya_config.train_checkpoint.layout import TRAINED_MODEL_NAME, step_dirs
 from zaya_config.train_checkpoint.manifest import read_manifest, verify_manifest, write_manifest
 from zaya_config.train_checkpoint.trained_model import read_trained_model
@@ -45,16 +46,6 @@ def test_a_run_saved_before_the_file_loads_the_same_model(eval_run: Path, tmp_pa
     assert json.loads((run / "tokenizer" / "tokenizer_config.json").read_text())["zaya_tokenizer"]["eos_id"] == 256
 
 
-class _MakesADir:
-    def __init__(self, target: Path) -> None:
-        self.target = target
-
-    def __reduce__(self):
-        import os
-
-        return (os.mkdir, (str(self.target),))
-
-
 def test_resume_refuses_a_train_state_that_would_run_code(tmp_path: Path) -> None:
     import pickle
 
@@ -66,7 +57,7 @@ def test_resume_refuses_a_train_state_that_would_run_code(tmp_path: Path) -> Non
     folder = manager.save(1, {"model": {"w": torch.ones(3)}, "train": {"progress": {"step": 1}}})
     state = {"model": {"w": torch.zeros(3)}}
     assert manager.load_latest(state) == 1 and state["train"] == {"progress": {"step": 1}}
-    (folder / "train-rank00000.pkl").write_bytes(pickle.dumps({"progress": _MakesADir(tmp_path / "pwned")}))
+    (folder / "train-rank00000.pkl").write_bytes(pickle.dumps({"progress": MakesADir(tmp_path / "pwned")}))
     write_manifest(folder, step=1, world_size=1)  # whole and verified: only its content is hostile
     with pytest.raises(UnsafePickleError, match=r"train-rank00000\.pkl: references (posix|os)\.mkdir") as err:
         manager.load_latest({"model": {"w": torch.zeros(3)}})
