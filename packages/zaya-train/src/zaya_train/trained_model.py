@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from zaya_config.train_checkpoint.run_dir import RUN_CONFIG
 
 from zaya_train.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer
 from zaya_train.errors import ZayaTrainError
@@ -33,7 +34,7 @@ def load_trained(
 ) -> TrainedModel:
     """Load a run dir or a HF folder; `tokenizer` ("byte" or a tokenizer.json) overrides the one found there."""
     root = Path(path)
-    if (root / "config.yaml").is_file():
+    if (root / RUN_CONFIG).is_file():
         loaded = _load_run(root)
     elif (root / "config.json").is_file():
         loaded = _load_hf(root)

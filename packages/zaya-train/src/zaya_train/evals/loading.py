@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from zaya_config.train_checkpoint.run_dir import RUN_CONFIG, locate_run
+from zaya_config.train_checkpoint.run_dir import CHECKPOINTS_DIR, RUN_CONFIG, locate_run
 
 from zaya_train.data.tokenizer_files import TOKENIZER_DIR, TOKENIZER_JSON, load_tokenizer_folder
 from zaya_train.data.tokenizers import Tokenizer
@@ -47,7 +47,7 @@ class EvalSubject:
 
 def is_run_dir(path: Path) -> bool:
     """A zaya-train run dir: config.yaml next to checkpoints/."""
-    return (path / RUN_CONFIG).is_file() and (path / "checkpoints").is_dir()
+    return (path / RUN_CONFIG).is_file() and (path / CHECKPOINTS_DIR).is_dir()
 
 
 def load_subject(
