@@ -2,7 +2,7 @@
 
 Runs every reference run (config x trace x cycle count from index.json), times memsim in this process
 (loading + simulation + stats, CPU time and wall time, best of --repeats) on each engine (pure Python,
-and the numba-compiled one when numba is installed, after a warm-up whose one-off cost is reported)
+and the compiled one, memsim's C++ engine, after a warm-up whose one-off cost is reported)
 and compares with DRAMSim3's wall time from index.json, which is a whole `dramsim3main` process (start
 included) on a 2-core x86-64 machine.
 A longer synthetic run shows memsim's per-request cost and how idle time is skipped.
@@ -13,6 +13,7 @@ runs are skipped, HMC is not modelled)
 
 import argparse
 import csv
+import importlib.util
 import json
 import os
 import platform
@@ -58,12 +59,12 @@ def _time_run(reference: Path, run: dict, engine: str, repeats: int) -> tuple[fl
     return best_cpu, best_wall, stats
 
 
-def warm_up_compiled(reference: Path, runs: list[dict]) -> float | None:
-    """CPU seconds of the compiled engine's one-off start in this process (numba import, JIT or cache load)."""
-    if not available() or not runs:
+def warm_up(reference: Path, runs: list[dict], engine: str) -> float | None:
+    """CPU seconds of a compiled engine's one-off start in this process (library build check and load)."""
+    if not runs:
         return None
     c0 = time.process_time()
-    _time_run(reference, min(runs, key=lambda r: r["requests_done"]), "compiled", 1)
+    _time_run(reference, min(runs, key=lambda r: r["requests_done"]), engine, 1)
     return time.process_time() - c0
 
 
@@ -114,7 +115,7 @@ def plot(rows: list[dict], path: Path) -> None:
         return
     fig, ax = plt.subplots(figsize=(11, 4.5))
     x = range(len(rows))
-    engines = [e for e in ("python", "compiled") if f"{e}_req_per_s_cpu" in rows[0]]
+    engines = [e for e in ("python", "compiled", "numba") if f"{e}_req_per_s_cpu" in rows[0]]
     width = 0.8 / (len(engines) + 1)
     for k, engine in enumerate(engines):
         ax.bar([i + (k - len(engines) / 2) * width for i in x], [r[f"{engine}_req_per_s_cpu"] for r in rows],
@@ -140,23 +141,24 @@ def main() -> None:
     parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE)
     parser.add_argument("--smoke", action="store_true", help="two small runs only")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--engines", default="python,compiled", help="comma-separated: python, compiled")
+    parser.add_argument("--engines", default="python,compiled", help="comma-separated: python, compiled, numba")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     engines = [e for e in args.engines.split(",") if e != "compiled" or available()]
+    engines = [e for e in engines if e != "numba" or importlib.util.find_spec("numba") is not None]
     index = args.reference / "index.json"
     runs = json.loads(index.read_text())["runs"] if index.is_file() else []
     skipped = [r["config"] for r in runs if "/HMC" in r["config"]]  # HMC is not modelled
     runs = [r for r in runs if r["config"] not in skipped]
     if args.smoke:
         runs = [r for r in runs if "gap200" in r["trace"]][:2]
-    warm = warm_up_compiled(args.reference, runs) if "compiled" in engines else None
+    warm = {e: warm_up(args.reference, runs, e) for e in engines if e != "python"}
     rows = run_reference(args.reference, runs, 1 if args.smoke else args.repeats, engines)
     n_syn = 2_000 if args.smoke else 50_000
     synthetic = [run_synthetic(n_syn, gap, e) for gap in ((4,) if args.smoke else (4, 400)) for e in engines]
     result = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(), "python": platform.python_version(),
               "cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "engines": engines,
-              "compiled_engine_start_cpu_s": warm, "reference": str(args.reference), "skipped_not_modelled": skipped,
+              "engine_start_cpu_s": warm, "reference": str(args.reference), "skipped_not_modelled": skipped,
               "reference_runs": rows, "synthetic": synthetic}  # fmt: skip
     write_text_atomic(args.out / "bench_memsim.json", json.dumps(result, indent=1))
     if rows:
@@ -174,8 +176,9 @@ def main() -> None:
     for s in synthetic:
         print(f"synthetic {s['engine']}: {s['requests']} requests, gaps 0..{s['max_gap']}: {s['req_per_s']:,.0f} req/s, "
               f"{s['cycles_per_s']:,.0f} simulated cycles/s")  # fmt: skip
-    if warm is not None:
-        print(f"compiled engine start (numba import + JIT or cache load), once per process: {warm:.2f} s CPU")
+    for engine, cpu in warm.items():
+        if cpu is not None:
+            print(f"{engine} engine start (first run in the process, smallest run included): {cpu:.2f} s CPU")
 
 
 if __name__ == "__main__":

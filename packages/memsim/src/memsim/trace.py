@@ -11,33 +11,22 @@ address (offered once), and a last line without a newline is offered only once. 
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from memsim.compiled import bridge, library
 from memsim.errors import MemsimError
 from memsim.memory_system import MemorySystem
+from memsim.trace_data import Trace, address_array
+from memsim.trace_formats import detect_format, parse_ramulator2_text
 from memsim.transaction import Transaction
+
+__all__ = ["Trace", "TraceFrontend", "address_array", "format_trace", "parse_trace_text", "read_trace"]
 
 WRITE_OPS = frozenset(("WRITE", "P_MEM_WR", "BOFF"))
 READ_OPS = frozenset(("READ", "P_MEM_RD", "P_FETCH"))
-ENGINES = ("auto", "python", "compiled")
-
-
-@dataclass(frozen=True)
-class Trace:
-    """Parsed trace: parallel arrays, plus how its last line ended."""
-
-    addrs: np.ndarray
-    is_write: np.ndarray
-    cycles: np.ndarray
-    ends_with_newline: bool
-    source: str = "<trace>"
-    eof_quirks: bool = True  # DRAMSim3's end-of-file behaviour (see the module docstring); False: every line once
-
-    def __len__(self) -> int:
-        return len(self.addrs)
+ENGINES = ("auto", "python", "compiled", "numba")  # numba: the retired kernels, for the benchmark only
 
 
 def parse_trace_text(text: str, source: str = "<trace>") -> Trace:
@@ -47,19 +36,17 @@ def parse_trace_text(text: str, source: str = "<trace>") -> Trace:
 
 
 def _parse_compiled(text: str, source: str) -> Trace | None:
-    """The compiled parser on a plain trace (None: not installed, not wanted, or not plain)."""
-    from memsim.compiled import available
-
-    if not available() or os.environ.get("MEMSIM_ENGINE") == "python" or not text.isascii():
+    """The C++ parser (`native/trace_parse.cc`) on a plain trace (None: no C++ engine, not wanted, or not plain)."""
+    if os.environ.get("MEMSIM_ENGINE") == "python" or not text.isascii() or library.why_unavailable() is not None:
         return None
-    from memsim.compiled.trace_kernel import op_codes, parse_plain
-
     names = sorted(WRITE_OPS | READ_OPS)
-    buf = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    data = text.encode("ascii")
     lines = text.count("\n") + 1
     addrs, writes, cycles = (np.zeros(lines, dtype=np.int64) for _ in range(3))
+    codes = np.array([int.from_bytes(n.encode(), "big") for n in names], dtype=np.int64)  # as the parser packs ops
     is_write = np.array([name in WRITE_OPS for name in names], dtype=np.int64)
-    k = parse_plain(buf, op_codes(names), is_write, addrs, writes, cycles)
+    k = library.load_library().memsim_parse_plain(data, len(data), library.pointer(codes), library.pointer(is_write),
+                                                  len(names), *(library.pointer(x) for x in (addrs, writes, cycles)))  # fmt: skip
     if k < 0:
         return None
     return Trace(addrs[:k], writes[:k].astype(bool), cycles[:k], text.endswith("\n"), source)
@@ -92,15 +79,6 @@ def _parse_lines(text: str, source: str) -> Trace:
                  text.endswith("\n"), source)  # fmt: skip
 
 
-def address_array(addrs: list[int]) -> np.ndarray:
-    """Byte addresses as int64, or uint64 when one needs all 64 bits (wrapped to the capacity before use)."""
-    if addrs and max(addrs) >= 1 << 63:
-        if max(addrs) >= 1 << 64:
-            raise MemsimError(f"address {max(addrs):#x} has more than 64 bits")
-        return np.array(addrs, dtype=np.uint64)
-    return np.array(addrs, dtype=np.int64)
-
-
 def format_trace(trace: Trace) -> str:
     """A trace as DRAMSim3 trace text (`0xADDR READ|WRITE CYCLE` lines, newline-terminated)."""
     ops = np.where(trace.is_write, "WRITE", "READ")
@@ -120,8 +98,6 @@ def read_trace(path: str | Path, fmt: str = "auto", spec=None) -> Trace:
     if not path.is_file():
         raise MemsimError(f"trace file {path} does not exist")
     text = path.read_text()
-    from memsim.trace_formats import detect_format, parse_ramulator2_text
-
     if fmt == "auto":
         fmt = detect_format(text)
     if fmt == "ramulator2":
@@ -165,14 +141,13 @@ class TraceFrontend:
     def run(self, num_cycles: int, progress=None, engine: str = "auto") -> None:
         """Simulate cycles [system.clk, num_cycles); `progress(cycle)` is called now and then.
 
-        `engine`: "python", "compiled" (numba; needs a fresh system) or "auto" (compiled when numba is
-        installed and the system is fresh, else Python; the MEMSIM_ENGINE variable overrides "auto").
-        Both give identical results.
+        `engine`: "python", "compiled" (memsim's C++ engine, built with the system's compiler on first use; needs a
+        fresh system) or "auto" (compiled when it can run this, else Python; the MEMSIM_ENGINE variable overrides
+        "auto"). Both give identical results.
         """
-        if self._use_compiled(engine):
-            from memsim.compiled.bridge import run_compiled
-
-            run_compiled(self, num_cycles, progress)
+        kernel = self._compiled_kernel(engine)
+        if kernel is not None:
+            bridge.run_compiled(self, num_cycles, progress, kernel)
             return
         system = self.system
         channels = system.channels
@@ -192,31 +167,32 @@ class TraceFrontend:
                 next_report = c + 100_000
         system.clk = num_cycles
 
-    def _use_compiled(self, engine: str) -> bool:
-        from memsim.compiled import available
-        from memsim.compiled.bridge import is_fresh, unsupported
-
+    def _compiled_kernel(self, engine: str) -> str | None:
+        """Which compiled kernel runs this ("native"; "numba" while it is kept for comparison), or None: Python."""
         if engine == "auto":
             engine = os.environ.get("MEMSIM_ENGINE", "auto")
         if engine not in ENGINES:
             raise MemsimError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
         if engine == "python":
-            return False
+            return None
         if self.write_data is not None:
-            if engine == "compiled":
-                raise MemsimError("engine 'compiled' cannot run a trace with write data; use engine='python'")
-            return False
-        missing = unsupported(self.system.spec)
-        usable = available() and is_fresh(self) and missing is None
-        if engine == "compiled" and not usable:
-            if not available():
-                why = "numba is not installed (pip install 'memsim[fast]')"
-            elif missing is not None:
-                why = f"it does not model {missing}"
-            else:
-                why = "the system has already simulated or queued something (the compiled engine starts fresh)"
-            raise MemsimError(f"engine 'compiled' cannot run: {why}; use engine='python'")
-        return usable
+            if engine != "auto":
+                raise MemsimError(f"engine {engine!r} cannot run a trace with write data; use engine='python'")
+            return None
+        missing = bridge.unsupported(self.system.spec)
+        if missing is not None:
+            why = f"it does not model {missing}"
+        elif not bridge.is_fresh(self):
+            why = "the system has already simulated or queued something (the compiled engine starts fresh)"
+        elif engine == "numba":
+            return "numba"
+        else:
+            why = library.why_unavailable()
+            if why is None:
+                return "native"
+        if engine == "auto":
+            return None
+        raise MemsimError(f"engine {engine!r} cannot run: {why}; use engine='python'")
 
     def _offer(self, c: int) -> int:
         """Offer the held line at cycle c; return the next cycle the frontend needs to act."""

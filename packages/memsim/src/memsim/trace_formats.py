@@ -14,7 +14,7 @@ import numpy as np
 from memsim.address_mapping import DramAddress, build_address_mapping
 from memsim.errors import MemsimError
 from memsim.spec import DramSpec
-from memsim.trace import Trace, address_array
+from memsim.trace_data import Trace, address_array
 
 
 def detect_format(text: str) -> str:

@@ -1,4 +1,5 @@
-"""Runs a `TraceFrontend` on the compiled engine: state from the Python objects in, results back out.
+"""Runs a `TraceFrontend` on the compiled engine (memsim's C++ engine, `memsim.cosim.native`, through ctypes):
+state from the Python objects in, results back out.
 
 The compiled engine starts from a fresh `MemorySystem` (nothing simulated yet) and, when it stops,
 writes every log and every piece of controller state back into the Python objects, so `stats()`,
@@ -6,6 +7,7 @@ writes every log and every piece of controller state back into the Python object
 engine would have left (tests compare the two).
 """
 
+import ctypes
 import gc
 import tempfile
 from collections import namedtuple
@@ -17,10 +19,11 @@ import numpy as np
 
 from memsim.commands import Cmd
 from memsim.compiled import layout as L
+from memsim.compiled.library import load_library, pointer
 from memsim.errors import MemsimError
 from memsim.scheduling import QueuedCommand
 from memsim.timing_table import NEVER as NO_CONSTRAINT
-from memsim.trace import address_array
+from memsim.trace_data import address_array
 from memsim.transaction import Transaction
 
 EngineArrays = namedtuple("EngineArrays", "K CH TR AD LOGT LOGC G layout")
@@ -175,16 +178,32 @@ def _first_compile_lock() -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def run_compiled(frontend, num_cycles: int, progress: Callable[[int], None] | None = None) -> None:
-    """Simulate [0, num_cycles) on the compiled engine and leave the Python objects as the Python engine would."""
+def _run_native(a: EngineArrays, c: int, stop: int) -> tuple[int, int]:
+    """The C++ engine's trace run (engine_capi.cc memsim_trace_run): (cycle reached, status)."""
+    lib = load_library()
+    dims = np.array([a.CH.shape[0], a.CH.shape[1], a.LOGT.shape[1], a.LOGC.shape[1], a.LOGC.shape[2]], dtype=np.int64)
+    reached = ctypes.c_longlong(c)
+    arrays = (a.K, a.CH, a.TR, a.AD, a.LOGT, a.LOGC, a.G, dims)
+    status = lib.memsim_trace_run(*(pointer(x) for x in arrays), c, stop, ctypes.byref(reached))
+    return reached.value, status
+
+
+def _run_numba(a: EngineArrays, c: int, stop: int) -> tuple[int, int]:
     from memsim.compiled.frontend_kernel import run_loop
 
+    with _first_compile_lock():
+        return run_loop(a.K, a.CH, a.TR, a.AD, a.LOGT, a.LOGC, a.G, c, stop)
+
+
+def run_compiled(frontend, num_cycles: int, progress: Callable[[int], None] | None = None,
+                 kernel: str = "native") -> None:  # fmt: skip
+    """Simulate [0, num_cycles) on the compiled engine and leave the Python objects as the Python engine would."""
+    run = _run_native if kernel == "native" else _run_numba
     a, distinct = build_arrays(frontend)
     c = 0
     while c < num_cycles:
         stop = min(num_cycles, c + CHUNK_CYCLES) if progress is not None else num_cycles
-        with _first_compile_lock():
-            c, status = run_loop(a.K, a.CH, a.TR, a.AD, a.LOGT, a.LOGC, a.G, c, stop)
+        c, status = run(a, c, stop)
         if status == 1:
             a = _grow(a)
         elif progress is not None:

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# frfcfs's hit cap has its home in memsim.scheduling; the C++ engine's header takes it from here
+from memsim.scheduling import ROW_HIT_CAP as ROW_HIT_CAP
+
 # commands (memsim.commands.Cmd)
 RD, WR, RDA, WRA, ACT, PRE, REF, REFB, SRE, SRX, PDE, PDX, REFSB, RFM = range(14)  # memsim.commands.Cmd
 N_CMD = 14
 CLOSED, OPEN, SREF = 0, 1, 2
 NEVER = 1 << 62
-ROW_HIT_CAP = 4
 
 # K: configuration, then segment offsets into a CH row, then windows and the offset table
 (K_NB, K_BPR, K_RANKS, K_NQ, K_PER_BANK, K_CQ, K_TQ, K_UNIFIED, K_DUAL, K_FCFS, K_RD_CMD, K_WR_CMD, K_READ_DELAY,

@@ -1,11 +1,13 @@
 """Builds memsim's native libraries from `native/` with the system's C++ compiler (g++ or $CXX).
 
-- `libmemsim_native.so`: the engine and the AXI slave with a C interface (`engine_capi.cc`), for ctypes.
+- `libmemsim_native.so`: the engine, the plain-trace parser and the AXI slave with a C interface (`engine_capi.cc`),
+  for ctypes (`memsim.compiled.library`): trace runs, requests one by one, the AXI slave.
 - `libmemsim_simdram.so`: the engine and the AXI slave behind SimDRAM's DPI functions, for a simulator to
   link instead of testchipip's SimDRAM.cc (needs `svdpi.h`, taken from the Verilator kit).
 
-The array layout the engine shares with the numba engine is written into `memsim_layout.h` from
-`memsim.compiled.layout` at build time, with the version of the config file it reads (`native_config.VERSION`). A build is reused while its sources, layout and flags are unchanged
+The array layout the engine shares with the Python side (`memsim.compiled.bridge`) is written into
+`memsim_layout.h` from `memsim.compiled.layout` at build time, with the version of the config file it reads
+(`native_config.VERSION`). A build is reused while its sources, layout and flags are unchanged
 (a content hash names it); a lock makes concurrent builds (test workers) wait for one another. With
 `MEMSIM_BUILD_CACHE` set (`memsim.build_dirs`), a library is compiled once there and copied where it is asked
 for.
@@ -27,7 +29,14 @@ from memsim.errors import MemsimError
 
 NATIVE_DIR = Path(__file__).parent / "native"
 LIBRARIES = {
-    "native": ["memsim_engine.cc", "engine_config.cc", "engine_scheduling.cc", "axi_slave.cc", "engine_capi.cc"],
+    "native": [
+        "memsim_engine.cc",
+        "engine_config.cc",
+        "engine_scheduling.cc",
+        "axi_slave.cc",
+        "engine_capi.cc",
+        "trace_parse.cc",
+    ],
     "simdram": ["memsim_engine.cc", "engine_config.cc", "engine_scheduling.cc", "axi_slave.cc", "simdram_dpi.cc"],
 }
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra"]

@@ -7,35 +7,14 @@ import ctypes
 import tempfile
 from pathlib import Path
 
-from memsim.build_dirs import default_build_dir
-from memsim.cosim.native_build import build_library
+from memsim.compiled.library import load_library
 from memsim.cosim.native_config import write_native_config
 from memsim.errors import MemsimError
 from memsim.spec import DramSpec
 
-_LL, _ULL, _P = ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_void_p
-_SIGNATURES = {
-    "memsim_engine_open": (_P, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]),
-    "memsim_engine_close": (None, [_P]),
-    "memsim_engine_will_accept": (ctypes.c_int, [_P, _LL, ctypes.c_int]),
-    "memsim_engine_add": (None, [_P, _LL, ctypes.c_int, _ULL]),
-    "memsim_engine_run_until": (None, [_P, _LL]),
-    "memsim_engine_clk": (_LL, [_P]),
-    "memsim_engine_completions": (ctypes.c_int, [_P, ctypes.POINTER(_ULL), ctypes.POINTER(_LL), ctypes.c_int]),
-    "memsim_engine_log_commands": (None, [_P, ctypes.c_int]),
-    "memsim_engine_commands": (_LL, [_P, ctypes.POINTER(_LL), _LL]),
-}
+__all__ = ["NativeEngine", "load_library"]
 
-
-def load_library(build_dir: Path | None = None) -> ctypes.CDLL:
-    """Build (or reuse) libmemsim_native.so under `build_dir` (default: `memsim.build_dirs.default_build_dir`) and
-    load it."""
-    folder = build_dir or default_build_dir("native")
-    lib = ctypes.CDLL(str(build_library("native", folder)))
-    for name, (res, args) in _SIGNATURES.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    return lib
+_LL, _ULL = ctypes.c_longlong, ctypes.c_ulonglong
 
 
 class NativeEngine:

@@ -1,5 +1,6 @@
-// A C interface to the native engine, for memsim's Python side (ctypes): the tests that check it
-// command for command against the Python engine, and tools that want memsim's timing at C speed.
+// A C interface to the native engine, for memsim's Python side (ctypes): trace runs on the caller's arrays
+// (memsim.compiled.bridge), the plain-trace parser (memsim.trace), requests one by one (memsim.cosim.native_engine,
+// the tests that check it command for command against the Python engine) and the AXI slave.
 #include <cstring>
 #include <exception>
 #include <string>
@@ -62,16 +63,30 @@ int memsim_engine_completions(void* e, unsigned long long* tags, long long* cycl
     return n;
 }
 
-void memsim_engine_log_commands(void* e, int on) { static_cast<Engine*>(e)->log_commands = on != 0; }
+void memsim_engine_log_commands(void* e, int on) { static_cast<Engine*>(e)->set_log_commands(on != 0); }
 
 // Copies the command log, 8 values per command (cycle, channel, cmd, rank, bank, row, column, hit), into
 // `out` (room for `max` commands); returns the number of commands logged in all.
 long long memsim_engine_commands(void* e, long long* out, long long max) {
-    auto& log = static_cast<Engine*>(e)->command_log;
+    const auto& log = static_cast<Engine*>(e)->command_log();
     long long n = (long long)log.size() / 8;
     std::memcpy(out, log.data(), (size_t)std::min(n, max) * 8 * sizeof(long long));
     return n;
 }
+}
+
+// ---- trace runs: the arrays of memsim.compiled.bridge.EngineArrays, row-major int64; dims = channels, CH row
+// length, LOGT rows, LOGC rows, LOGC width. Returns 0 (done) or 1 (grow the command log and call again) and
+// the cycle reached in `reached`.
+using memsim::i64;
+extern "C" int memsim_trace_run(const i64* K, i64* CH, i64* TR, i64* AD, i64* LOGT, i64* LOGC, i64* G,
+                                const i64* dims, i64 c, i64 stop, i64* reached) {
+    memsim::TraceArrays a{K, CH, TR, AD, LOGT, LOGC, G, dims[0], dims[1], dims[2], dims[3], dims[4]};
+    memsim::Controller ctrl(a);
+    i64 at = c;
+    int status = ctrl.run_trace(c, stop, at);
+    *reached = at;
+    return status;
 }
 
 // ---- the AXI slave (SimDRAM's timing), driven one design clock edge at a time

@@ -1,5 +1,5 @@
-// memsim's bank state and command scheduling in C++: the twins of memsim/compiled/bank_kernel.py (and so
-// of ChannelState and memsim.scheduling), members of Engine (memsim_engine.h).
+// memsim's bank state and command scheduling in C++: the twins of ChannelState and memsim.scheduling,
+// members of Controller (memsim_engine.h).
 #include <algorithm>
 
 #include "memsim_engine.h"
@@ -7,14 +7,14 @@
 
 namespace memsim {
 
-// ---- bank state and scheduling (bank_kernel.py)
-i64 Engine::qf(const i64* C, i64 q, i64 pos, int field) const {
+// ---- bank state and scheduling
+i64 Controller::qf(const i64* C, i64 q, i64 pos, int field) const {
     return C[K[O_Q] + (q * K[K_CQ] + pos) * QF_SIZE + field];
 }
 
-i64 Engine::earliest(const i64* C, i64 bank, i64 cmd) const { return C[K[O_E] + bank * N_CMD + cmd]; }
+i64 Controller::earliest(const i64* C, i64 bank, i64 cmd) const { return C[K[O_E] + bank * N_CMD + cmd]; }
 
-i64 Engine::window_ready_at(const i64* C, i64 rank) const {
+i64 Controller::window_ready_at(const i64* C, i64 rank) const {
     i64 ready = 0, nw = K[K_NW], wcap = K[K_WCAP];
     for (i64 w = 0; w < nw; w++) {
         if (C[K[O_ACTW_LEN] + rank * nw + w] >= K[K[O_WIN] + 2 * w]) {
@@ -25,7 +25,7 @@ i64 Engine::window_ready_at(const i64* C, i64 rank) const {
     return ready;
 }
 
-i64 Engine::required(const i64* C, i64 cmd, i64 bank, i64 row) const {
+i64 Controller::required(const i64* C, i64 cmd, i64 bank, i64 row) const {
     i64 st = C[K[O_BSTATE] + bank];
     if (st == OPEN) {
         if (cmd < 4) return row == C[K[O_OPEN_ROW] + bank] ? cmd : PRE;
@@ -35,7 +35,7 @@ i64 Engine::required(const i64* C, i64 cmd, i64 bank, i64 row) const {
     return SRX;
 }
 
-void Engine::rank_ready(const i64* C, i64 cmd, i64 rank, i64 clk, i64& req, i64& bank) const {
+void Controller::rank_ready(const i64* C, i64 cmd, i64 rank, i64 clk, i64& req, i64& bank) const {
     i64 bpr = K[K_BPR];
     bool all_ready = true;
     for (i64 b = rank * bpr; b < (rank + 1) * bpr; b++) {
@@ -54,7 +54,7 @@ void Engine::rank_ready(const i64* C, i64 cmd, i64 rank, i64 clk, i64& req, i64&
     bank = -1;
 }
 
-i64 Engine::rank_ready_at(const i64* C, i64 cmd, i64 rank) const {
+i64 Controller::rank_ready_at(const i64* C, i64 cmd, i64 rank) const {
     i64 bpr = K[K_BPR], best = NEVER;
     bool any_open = false;
     for (i64 b = rank * bpr; b < (rank + 1) * bpr; b++)
@@ -68,7 +68,7 @@ i64 Engine::rank_ready_at(const i64* C, i64 cmd, i64 rank) const {
     return worst;
 }
 
-void Engine::update_bank_state(i64* C, i64 cmd, i64 bank, i64 row) {
+void Controller::update_bank_state(i64* C, i64 cmd, i64 bank, i64 row) {
     i64 st = C[K[O_BSTATE] + bank];
     i64 rank = bank / K[K_BPR];
     if (st == OPEN) {
@@ -93,7 +93,7 @@ void Engine::update_bank_state(i64* C, i64 cmd, i64 bank, i64 row) {
     }
 }
 
-void Engine::state_issue(i64* C, i64 cmd, i64 bank, i64 row, i64 rank, i64 clk) {
+void Controller::state_issue(i64* C, i64 cmd, i64 bank, i64 row, i64 rank, i64 clk) {
     if (cmd == REF || cmd == SRE || cmd == SRX) {
         i64 bpr = K[K_BPR];
         for (i64 b = rank * bpr; b < (rank + 1) * bpr; b++) update_bank_state(C, cmd, b, row);
@@ -123,14 +123,14 @@ void Engine::state_issue(i64* C, i64 cmd, i64 bank, i64 row, i64 rank, i64 clk) 
     }
 }
 
-i64 Engine::queued_required(const i64* C, i64 q, i64 pos) const {
+i64 Controller::queued_required(const i64* C, i64 q, i64 pos) const {
     i64 bank = qf(C, q, pos, QF_BANK);
     i64 st = C[K[O_BSTATE] + bank];
     if (st == OPEN) return qf(C, q, pos, QF_ROW) == C[K[O_OPEN_ROW] + bank] ? qf(C, q, pos, QF_CMD) : PRE;
     return st == CLOSED ? ACT : SRX;
 }
 
-bool Engine::precharge_allowed(const i64* C, i64 q, i64 pos) const {
+bool Controller::precharge_allowed(const i64* C, i64 q, i64 pos) const {
     i64 bank = qf(C, q, pos, QF_BANK);
     for (i64 p = 0; p < pos; p++)
         if (qf(C, q, p, QF_BANK) == bank) return false;
@@ -141,7 +141,7 @@ bool Engine::precharge_allowed(const i64* C, i64 q, i64 pos) const {
     return true;
 }
 
-bool Engine::write_after_read(const i64* C, i64 q, i64 pos) const {
+bool Controller::write_after_read(const i64* C, i64 q, i64 pos) const {
     i64 row = qf(C, q, pos, QF_ROW), col = qf(C, q, pos, QF_COL), bank = qf(C, q, pos, QF_BANK);
     for (i64 p = 0; p < pos; p++) {
         i64 c = qf(C, q, p, QF_CMD);
@@ -152,12 +152,12 @@ bool Engine::write_after_read(const i64* C, i64 q, i64 pos) const {
     return false;
 }
 
-i64 Engine::candidates(const i64* C, i64 q) const {
+i64 Controller::candidates(const i64* C, i64 q) const {
     i64 n = C[K[O_QLEN] + q];
     return K[K_FCFS] ? std::min<i64>(n, 1) : n;
 }
 
-void Engine::first_ready_general(i64* C, i64 q, i64 clk, i64& req_out, i64& pos_out) {
+void Controller::first_ready_general(i64* C, i64 q, i64 clk, i64& req_out, i64& pos_out) {
     for (i64 p = 0; p < candidates(C, q); p++) {
         i64 req = queued_required(C, q, p);
         if (clk < earliest(C, qf(C, q, p, QF_BANK), req)) continue;
@@ -176,7 +176,7 @@ void Engine::first_ready_general(i64* C, i64 q, i64 clk, i64& req_out, i64& pos_
     req_out = pos_out = -1;
 }
 
-i64 Engine::ready_at_general(const i64* C, i64 q) const {
+i64 Controller::ready_at_general(const i64* C, i64 q) const {
     i64 best = NEVER;
     for (i64 p = 0; p < candidates(C, q); p++) {
         i64 req = queued_required(C, q, p);
@@ -193,13 +193,13 @@ i64 Engine::ready_at_general(const i64* C, i64 q) const {
     return best;
 }
 
-bool Engine::no_pending_hit(const i64* C, i64 q, i64 open_row) const {
+bool Controller::no_pending_hit(const i64* C, i64 q, i64 open_row) const {
     for (i64 p = 0; p < C[K[O_QLEN] + q]; p++)
         if (qf(C, q, p, QF_ROW) == open_row) return false;
     return true;
 }
 
-void Engine::first_ready(i64* C, i64 q, i64 clk, i64& req, i64& pos) {
+void Controller::first_ready(i64* C, i64 q, i64 clk, i64& req, i64& pos) {
     if (K[K_FCFS] || !K[K_PER_BANK]) return first_ready_general(C, q, clk, req, pos);
     i64 bank = qf(C, q, 0, QF_BANK);
     i64 st = C[K[O_BSTATE] + bank];
@@ -228,7 +228,7 @@ void Engine::first_ready(i64* C, i64 q, i64 clk, i64& req, i64& pos) {
     }
 }
 
-i64 Engine::ready_at(const i64* C, i64 q) const {
+i64 Controller::ready_at(const i64* C, i64 q) const {
     if (K[K_FCFS] || !K[K_PER_BANK]) return ready_at_general(C, q);
     i64 bank = qf(C, q, 0, QF_BANK);
     i64 st = C[K[O_BSTATE] + bank];
