@@ -13,7 +13,6 @@ runs are skipped, HMC is not modelled)
 
 import argparse
 import csv
-import importlib.util
 import json
 import os
 import platform
@@ -115,7 +114,7 @@ def plot(rows: list[dict], path: Path) -> None:
         return
     fig, ax = plt.subplots(figsize=(11, 4.5))
     x = range(len(rows))
-    engines = [e for e in ("python", "compiled", "numba") if f"{e}_req_per_s_cpu" in rows[0]]
+    engines = [e for e in ("python", "compiled") if f"{e}_req_per_s_cpu" in rows[0]]
     width = 0.8 / (len(engines) + 1)
     for k, engine in enumerate(engines):
         ax.bar([i + (k - len(engines) / 2) * width for i in x], [r[f"{engine}_req_per_s_cpu"] for r in rows],
@@ -141,11 +140,10 @@ def main() -> None:
     parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE)
     parser.add_argument("--smoke", action="store_true", help="two small runs only")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--engines", default="python,compiled", help="comma-separated: python, compiled, numba")
+    parser.add_argument("--engines", default="python,compiled", help="comma-separated: python, compiled")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     engines = [e for e in args.engines.split(",") if e != "compiled" or available()]
-    engines = [e for e in engines if e != "numba" or importlib.util.find_spec("numba") is not None]
     index = args.reference / "index.json"
     runs = json.loads(index.read_text())["runs"] if index.is_file() else []
     skipped = [r["config"] for r in runs if "/HMC" in r["config"]]  # HMC is not modelled

@@ -4,7 +4,7 @@ and DRAMSim3, on the shared reference runs; and yosys synthesis of the channel (
 Speed, per reference run (`../shared/reference/dramsim3`: trace, DRAMSim3 config, cycle count):
 - rtl: the Verilator simulation of `<prefix>_top` (every channel) on the run's requests, logging nothing; the
   simulation loop's CPU time (the build excluded, cached; CPU time because the machine is shared);
-- compiled: memsim's compiled engine (numba) on the same trace, after a warm-up run (JIT and cache load excluded),
+- compiled: memsim's compiled engine (C++) on the same trace, after a warm-up run (library load excluded),
   CPU time of the run (trace frontend included);
 - dramsim3: the run's recorded `wall_s` in index.json (the whole DRAMSim3 process on a 2-core machine: an upper
   bound on its time, so its cycles/s is a lower bound).

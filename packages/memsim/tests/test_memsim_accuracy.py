@@ -28,7 +28,13 @@ PYTHON_SAMPLE = ("DDR3_1Gb_x8_1333", "DDR4_4Gb_x16_2400_2", "LPDDR3_8Gb_x32_1600
                  "ST-2.0x", "lpddr_2Gb_x16", "ddr3_debug", "ddr4_debug")  # fmt: skip
 EXACT_KEYS = ("num_reads_done", "num_writes_done", "num_read_row_hits", "num_act_cmds", "num_pre_cmds",
               "num_ref_cmds", "num_read_cmds", "num_write_cmds", "num_ondemand_pres", "hbm_dual_cmds")  # fmt: skip
-ENGINES = ["python", pytest.param("compiled", marks=pytest.mark.skipif(not available(), reason="numba not installed"))]
+ENGINES = [
+    "python",
+    pytest.param(
+        "compiled",
+        marks=pytest.mark.skipif(not available(), reason="memsim's C++ engine cannot be built here (no C++ compiler)"),
+    ),
+]
 ENERGY_KEYS = ("act_energy", "read_energy", "write_energy", "ref_energy", "total_energy", "average_power")
 
 
@@ -60,7 +66,7 @@ def _shipped_params() -> list:
     for run in SHIPPED_RUNS:
         name = run["config"].split("/")[1].removesuffix(".ini")
         params.append(pytest.param(run, "compiled", id=f"{name}-compiled",
-                                   marks=pytest.mark.skipif(not available(), reason="numba not installed")))  # fmt: skip
+                                   marks=pytest.mark.skipif(not available(), reason="memsim's C++ engine cannot be built here (no C++ compiler)")))  # fmt: skip
         if name in PYTHON_SAMPLE:
             params.append(pytest.param(run, "python", id=f"{name}-python"))
     return params

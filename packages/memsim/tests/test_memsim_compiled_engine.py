@@ -1,4 +1,5 @@
-"""The compiled engine (numba) against the Python engine: same commands, stats and final state."""
+"""The compiled engine (memsim's C++ engine, through ctypes) against the Python engine: same commands, stats and
+final state; and what happens without a C++ compiler."""
 
 import pytest
 from memsim import MemorySystem, MemsimError, TraceFrontend
@@ -7,7 +8,7 @@ from memsim.fuzz import random_trace
 from memsim.presets import preset_names, preset_sections
 from memsim.spec import spec_from_sections
 
-pytestmark = pytest.mark.skipif(not available(), reason="numba is not installed (memsim[fast])")
+COMPILED = pytest.mark.skipif(not available(), reason="memsim's C++ engine cannot be built here (no C++ compiler)")
 
 VARIANTS = {
     "close_page": {"row_buf_policy": "CLOSE_PAGE"},
@@ -66,18 +67,21 @@ def _assert_same(spec, trace, cycles: int) -> None:
     assert snapshot(fast) == snapshot(slow)
 
 
+@COMPILED
 @pytest.mark.parametrize("name", preset_names())
 def test_presets_same_as_python(name: str) -> None:
     system = MemorySystem(name, functional=False)
     _assert_same(system.spec, random_trace(system.spec, 1200, seed=3, write_fraction=0.4, max_gap=4), 25_000)
 
 
+@COMPILED
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_controller_variants_same_as_python(variant: str) -> None:
     spec = _variant("ddr4_8gb_x8_3200", **VARIANTS[variant])
     _assert_same(spec, random_trace(spec, 1200, seed=5, write_fraction=0.45, max_gap=3, locality=0.6), 25_000)
 
 
+@COMPILED
 def test_python_continues_where_the_compiled_engine_stopped() -> None:
     """The exported state is complete: compiled to 8k cycles then Python to 30k equals Python throughout."""
     spec = _variant("hbm2_8gb_x128")
@@ -93,6 +97,7 @@ def test_python_continues_where_the_compiled_engine_stopped() -> None:
     assert fast.stats() == slow.stats()
 
 
+@COMPILED
 def test_command_log_grows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bridge, "MIN_COMMAND_LOG", 8)
     spec = _variant("lpddr4_8gb_x16_2400")
@@ -100,6 +105,7 @@ def test_command_log_grows(monkeypatch: pytest.MonkeyPatch) -> None:
     _assert_same(spec, trace, 1_000_000)
 
 
+@COMPILED
 def test_progress_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bridge, "CHUNK_CYCLES", 10_000)
     system = MemorySystem("ddr4_8gb_x8_3200", functional=False)
@@ -147,6 +153,7 @@ def test_compiled_parser_agrees_or_defers(text: str) -> None:
     assert fast.ends_with_newline == slow.ends_with_newline
 
 
+@COMPILED
 def test_compiled_parser_reads_a_generated_trace() -> None:
     from memsim.trace import _parse_compiled, _parse_lines
 
@@ -159,3 +166,19 @@ def test_compiled_parser_reads_a_generated_trace() -> None:
     assert fast is not None
     assert fast.addrs.tolist() == slow.addrs.tolist() == tr.addrs.tolist()
     assert fast.cycles.tolist() == slow.cycles.tolist() and fast.is_write.tolist() == slow.is_write.tolist()
+
+
+def test_without_a_compiler_compiled_is_one_clear_line_and_python_runs(monkeypatch, tmp_path) -> None:
+    """No C++ compiler: engine="compiled" says so in one line; "python" and "auto" run on the Python engine."""
+    cxx = str(tmp_path / "no-such-c++")
+    monkeypatch.setenv("CXX", cxx)
+    spec = _variant("ddr4_8gb_x8_3200")
+    trace = random_trace(spec, 300, seed=6, write_fraction=0.3)
+    with pytest.raises(MemsimError) as err:
+        _run(spec, trace, 10_000, "compiled")
+    assert str(err.value) == (f"engine 'compiled' cannot run: no C++ compiler {cxx!r} found: apt-get install -y g++ "
+                              "(or set CXX); use engine='python'")  # fmt: skip
+    python, _ = _run(spec, trace, 10_000, "python")
+    auto, _ = _run(spec, trace, 10_000, "auto")
+    assert python.stats()["0"]["num_reads_done"] > 0
+    assert auto.issued_commands() == python.issued_commands() and auto.stats() == python.stats()

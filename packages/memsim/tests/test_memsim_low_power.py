@@ -129,7 +129,6 @@ def test_the_checker_enforces_the_low_power_rules() -> None:
 
 
 def test_the_compiled_engine_leaves_low_power_runs_to_the_python_engine() -> None:
-    pytest.importorskip("numba")
     spec = _spec(enable_power_down=True)
     trace = random_trace(spec, 200, seed=1, max_gap=100)
     with pytest.raises(MemsimError, match="does not model self-refresh or power-down"):

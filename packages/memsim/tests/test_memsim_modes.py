@@ -113,7 +113,6 @@ def test_aggressive_precharging_closes_idle_rows_in_jedec_mode() -> None:
 
 
 def _run_compiled(spec, trace) -> None:
-    pytest.importorskip("numba")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         TraceFrontend(MemorySystem(spec, functional=False), trace).run(1000, engine="compiled")

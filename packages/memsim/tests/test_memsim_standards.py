@@ -94,7 +94,6 @@ def test_lpddr5_latencies() -> None:
 
 
 def test_new_features_use_the_python_engine() -> None:
-    pytest.importorskip("numba")
     spec = _spec("ddr5_16gb_x8_4800", {"refresh_policy": "SAME_BANK"})
     with pytest.raises(MemsimError, match="does not model DDR5 same-bank refresh or refresh management"):
         TraceFrontend(MemorySystem(spec, functional=False), random_trace(spec, 10)).run(100, engine="compiled")

@@ -26,7 +26,7 @@ __all__ = ["Trace", "TraceFrontend", "address_array", "format_trace", "parse_tra
 
 WRITE_OPS = frozenset(("WRITE", "P_MEM_WR", "BOFF"))
 READ_OPS = frozenset(("READ", "P_MEM_RD", "P_FETCH"))
-ENGINES = ("auto", "python", "compiled", "numba")  # numba: the retired kernels, for the benchmark only
+ENGINES = ("auto", "python", "compiled")
 
 
 def parse_trace_text(text: str, source: str = "<trace>") -> Trace:
@@ -145,9 +145,8 @@ class TraceFrontend:
         fresh system) or "auto" (compiled when it can run this, else Python; the MEMSIM_ENGINE variable overrides
         "auto"). Both give identical results.
         """
-        kernel = self._compiled_kernel(engine)
-        if kernel is not None:
-            bridge.run_compiled(self, num_cycles, progress, kernel)
+        if self._use_compiled(engine):
+            bridge.run_compiled(self, num_cycles, progress)
             return
         system = self.system
         channels = system.channels
@@ -167,31 +166,29 @@ class TraceFrontend:
                 next_report = c + 100_000
         system.clk = num_cycles
 
-    def _compiled_kernel(self, engine: str) -> str | None:
-        """Which compiled kernel runs this ("native"; "numba" while it is kept for comparison), or None: Python."""
+    def _use_compiled(self, engine: str) -> bool:
+        """Whether the compiled engine runs this; an explicit engine="compiled" that cannot is an error saying why."""
         if engine == "auto":
             engine = os.environ.get("MEMSIM_ENGINE", "auto")
         if engine not in ENGINES:
             raise MemsimError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
         if engine == "python":
-            return None
+            return False
         if self.write_data is not None:
             if engine != "auto":
                 raise MemsimError(f"engine {engine!r} cannot run a trace with write data; use engine='python'")
-            return None
+            return False
         missing = bridge.unsupported(self.system.spec)
         if missing is not None:
             why = f"it does not model {missing}"
         elif not bridge.is_fresh(self):
             why = "the system has already simulated or queued something (the compiled engine starts fresh)"
-        elif engine == "numba":
-            return "numba"
         else:
             why = library.why_unavailable()
             if why is None:
-                return "native"
+                return True
         if engine == "auto":
-            return None
+            return False
         raise MemsimError(f"engine {engine!r} cannot run: {why}; use engine='python'")
 
     def _offer(self, c: int) -> int:

@@ -9,11 +9,8 @@ engine would have left (tests compare the two).
 
 import ctypes
 import gc
-import tempfile
 from collections import namedtuple
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,12 +28,6 @@ REF_POLICIES = {"RANK_LEVEL_STAGGERED": L.REF_STAGGERED, "RANK_LEVEL_SIMULTANEOU
                 "BANK_LEVEL_STAGGERED": L.REF_PER_BANK}  # fmt: skip
 CHUNK_CYCLES = 1 << 20  # progress is reported between chunks
 MIN_COMMAND_LOG = 1024  # initial rows of the command log per channel; doubled when full
-_loaded = False  # the kernel has been compiled or loaded from numba's cache in this process
-
-try:
-    import fcntl
-except ImportError:  # not POSIX: no lock, at worst two processes compile at once
-    fcntl = None
 
 
 def is_fresh(frontend) -> bool:
@@ -161,23 +152,6 @@ def _grow(a: EngineArrays) -> EngineArrays:
     return a._replace(LOGC=out)
 
 
-@contextmanager
-def _first_compile_lock() -> Iterator[None]:
-    """Serialise the first call in each process, so that concurrent processes (test workers) compile the
-    kernel once and the others load it from numba's cache instead of compiling it too."""
-    global _loaded
-    if _loaded or fcntl is None:
-        yield
-        return
-    with open(Path(tempfile.gettempdir()) / "memsim-compiled-engine.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-            _loaded = True
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _run_native(a: EngineArrays, c: int, stop: int) -> tuple[int, int]:
     """The C++ engine's trace run (engine_capi.cc memsim_trace_run): (cycle reached, status)."""
     lib = load_library()
@@ -188,28 +162,19 @@ def _run_native(a: EngineArrays, c: int, stop: int) -> tuple[int, int]:
     return reached.value, status
 
 
-def _run_numba(a: EngineArrays, c: int, stop: int) -> tuple[int, int]:
-    from memsim.compiled.frontend_kernel import run_loop
-
-    with _first_compile_lock():
-        return run_loop(a.K, a.CH, a.TR, a.AD, a.LOGT, a.LOGC, a.G, c, stop)
-
-
-def run_compiled(frontend, num_cycles: int, progress: Callable[[int], None] | None = None,
-                 kernel: str = "native") -> None:  # fmt: skip
+def run_compiled(frontend, num_cycles: int, progress: Callable[[int], None] | None = None) -> None:
     """Simulate [0, num_cycles) on the compiled engine and leave the Python objects as the Python engine would."""
-    run = _run_native if kernel == "native" else _run_numba
     a, distinct = build_arrays(frontend)
     c = 0
     while c < num_cycles:
         stop = min(num_cycles, c + CHUNK_CYCLES) if progress is not None else num_cycles
-        c, status = run(a, c, stop)
+        c, status = _run_native(a, c, stop)
         if status == 1:
             a = _grow(a)
         elif progress is not None:
             progress(min(c, num_cycles))
     gc_was_enabled = gc.isenabled()
-    gc.disable()  # export builds ~10^5 small tuples; collections would rescan everything numba keeps alive
+    gc.disable()  # export builds ~10^5 small tuples; collections would rescan them
     try:
         export(frontend, a, distinct)
     finally:

@@ -1,8 +1,8 @@
 """Where each piece of controller state lives in the compiled engine's flat integer arrays.
 
-The compiled engine (`memsim.compiled.kernel`) keeps everything the Python controller keeps in a few
-int64 arrays, so that its functions pass two to six arrays instead of dozens (numba passes every
-array as several machine words, on every call):
+The compiled engine (memsim's C++ engine, `memsim/cosim/native/memsim_engine.cc`, which reads these constants
+from the header `memsim.cosim.native_build` generates from this module) keeps everything the Python controller
+keeps in a few int64 arrays, which Python allocates and reads back (`memsim.compiled.bridge`):
 
 - `K`: configuration, activation windows, the sparse timing offsets, and the offset of each segment
   of a channel's row in `CH`;
