@@ -27,6 +27,8 @@ RD, WR, RDA, WRA, ACT, PRE, REF, REFB, SRE, SRX, PDE, PDX, REFSB, RFM = range(14
 N_CMD = 14
 CLOSED, OPEN, SREF = 0, 1, 2
 NEVER = 1 << 62
+# the version of the native config file (memsim.cosim.native_config) that carries K: bump it when K changes
+NATIVE_CONFIG_VERSION = 2  # 2: the K array of memsim 18 (write buffer, modes, refresh rotation)
 
 # K: configuration, then segment offsets into a CH row, then windows and the offset table
 (K_NB, K_BPR, K_RANKS, K_NQ, K_PER_BANK, K_CQ, K_TQ, K_UNIFIED, K_DUAL, K_FCFS, K_RD_CMD, K_WR_CMD, K_READ_DELAY,

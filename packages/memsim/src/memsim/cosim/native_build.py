@@ -6,8 +6,7 @@
   link instead of testchipip's SimDRAM.cc (needs `svdpi.h`, taken from the Verilator kit).
 
 The array layout the engine shares with the Python side (`memsim.compiled.bridge`) is written into
-`memsim_layout.h` from `memsim.compiled.layout` at build time, with the version of the config file it reads
-(`native_config.VERSION`). A build is reused while its sources, layout and flags are unchanged
+`memsim_layout.h` from `memsim.compiled.layout` at build time, with the version of the config file it reads. A build is reused while its sources, layout and flags are unchanged
 (a content hash names it); a lock makes concurrent builds (test workers) wait for one another. With
 `MEMSIM_BUILD_CACHE` set (`memsim.build_dirs`), a library is compiled once there and copied where it is asked
 for.
@@ -43,13 +42,10 @@ CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra"]
 
 
 def layout_header() -> str:
-    """memsim_layout.h: every integer constant of memsim.compiled.layout as a C++ constant, and the version of
-    the native config file."""
-    from memsim.cosim.native_config import VERSION
-
+    """memsim_layout.h: every integer constant of memsim.compiled.layout as a C++ constant (the version of the
+    native config file among them)."""
     names = sorted(n for n in vars(layout) if n.isupper() and isinstance(getattr(layout, n), int))
-    consts = [(n, getattr(layout, n)) for n in names] + [("NATIVE_CONFIG_VERSION", VERSION)]
-    body = "\n".join(f"constexpr long long {n} = {v};" for n, v in consts)
+    body = "\n".join(f"constexpr long long {n} = {getattr(layout, n)};" for n in names)
     return ("// generated from memsim/compiled/layout.py by memsim.cosim.native_build; do not edit\n#pragma once\n"
             f"namespace memsim {{\n{body}\n}}  // namespace memsim\n")  # fmt: skip
 

@@ -17,11 +17,12 @@ from zaya_config.atomic import write_text_atomic
 
 from memsim.address_mapping import FIELDS
 from memsim.compiled.bridge import engine_config, unsupported
+from memsim.compiled.layout import NATIVE_CONFIG_VERSION
 from memsim.errors import MemsimError
 from memsim.memory_system import MemorySystem
 from memsim.spec import DramSpec
 
-VERSION = 2  # 2: the K array of memsim 18 (write buffer, modes, refresh rotation)
+VERSION = NATIVE_CONFIG_VERSION  # its home is memsim.compiled.layout, beside the K layout it versions
 
 
 def native_config_text(spec: DramSpec | str | Path, mode: str | None = None, strict: bool = False) -> str:
