@@ -65,6 +65,23 @@ class ChannelParams:
         return self.spec.ranks
 
     @property
+    def fcfs(self) -> bool:
+        """The scheduler: FCFS, else frfcfs (the only two memsim offers, `memsim.scheduling`)."""
+        return self.spec.scheduler == "fcfs"
+
+    @property
+    def row_hit_cap(self) -> int:
+        """frfcfs's hit cap (`memsim.scheduling.ROW_HIT_CAP`, which the C++ engine's header also takes)."""
+        from memsim.scheduling import ROW_HIT_CAP
+
+        return ROW_HIT_CAP
+
+    @property
+    def hit_bits(self) -> int:
+        """Width of a bank's hit counter (it counts up to the cap)."""
+        return bits_for(self.row_hit_cap)
+
+    @property
     def banks_per_rank(self) -> int:
         return self.spec.banks
 

@@ -33,10 +33,12 @@ def _lat_function(p: ChannelParams, f: int) -> str:
     return "\n".join(lines)
 
 
+HIT_WIDTH = "<hit counter>"  # a bank's hit counter: ChannelParams.hit_bits wide
+
 # Registers with a next-state twin `<name>_n` (computed combinationally, copied at the clock edge): one list,
 # so the two declarations cannot disagree. (width, name, unpacked dimensions)
 STEPPED = (
-    ("", "bank_open", "[0:NB-1]"), ("[ROWB-1:0]", "bank_row", "[0:NB-1]"), ("[2:0]", "bank_hits", "[0:NB-1]"),
+    ("", "bank_open", "[0:NB-1]"), ("[ROWB-1:0]", "bank_row", "[0:NB-1]"), (HIT_WIDTH, "bank_hits", "[0:NB-1]"),
     ("[LA-1:0]", "rq_addr", "[0:RQ-1]"), ("[RQB-1:0]", "rq_len", ""),
     ("[LA-1:0]", "wb_addr", "[0:WQ-1]"), ("[SB-1:0]", "wb_slot", "[0:WQ-1]"), ("[WQB-1:0]", "wb_len", ""),
     ("", "cq_write", "[0:NB*K-1]"), ("[ROWB-1:0]", "cq_row", "[0:NB*K-1]"), ("[COLB-1:0]", "cq_col", "[0:NB*K-1]"),
@@ -46,8 +48,10 @@ STEPPED = (
 )  # fmt: skip
 
 
-def _stepped_declarations(suffix: str) -> str:
-    return "\n".join(f"  reg {width:<11} {name}{suffix}{' ' + dims if dims else ''};" for width, name, dims in STEPPED)
+def _stepped_declarations(suffix: str, p: ChannelParams) -> str:
+    widths = {HIT_WIDTH: f"[{p.hit_bits - 1}:0]"}
+    return "\n".join(f"  reg {widths.get(width, width):<11} {name}{suffix}{' ' + dims if dims else ''};"
+                     for width, name, dims in STEPPED)  # fmt: skip
 
 
 def channel_verilog(p: ChannelParams, prefix: str) -> str:
@@ -72,7 +76,9 @@ def channel_verilog(p: ChannelParams, prefix: str) -> str:
         "RANK0ONLY": int(spec.refresh_policy == "RANK_LEVEL_SIMULTANEOUS" and not p.refresh_all_ranks),
         "LBG": log2(spec.bankgroups), "LBA": log2(bpg), "BGS": spec.bankgroups,
         "RDCOL": p.read_column, "WRCOL": p.write_column, "JEDEC": int(spec.mode == "jedec"),
-        "DUAL": int(spec.dual_command_issue), "FCFS": int(spec.scheduler == "fcfs"), "L": p.read_delay - 1,
+        "DUAL": int(spec.dual_command_issue), "FCFS": int(p.fcfs), "L": p.read_delay - 1,
+        "HITCAP": f"{p.hit_bits}'d{p.row_hit_cap}", "HITCAP_1": f"{p.hit_bits}'d{p.row_hit_cap - 1}",
+        "HIT0": f"{p.hit_bits}'d0", "HIT1": f"{p.hit_bits}'d1",
         "CACT": int(Cmd.ACTIVATE), "CPRE": int(Cmd.PRECHARGE), "CREF": f_ref,
         "CRD": int(Cmd.READ), "CWR": int(Cmd.WRITE), "CRDA": int(Cmd.READ_PRECHARGE), "CWRA": int(Cmd.WRITE_PRECHARGE),
     }  # fmt: skip
@@ -132,7 +138,7 @@ def channel_verilog(p: ChannelParams, prefix: str) -> str:
             f"        win{i}_len[r] <= win{i}_len_n[r];\n        for (j = 0; j < {c}; j = j + 1) "
             f"win{i}_rem[r*{c}+j] <= win{i}_rem_n[r*{c}+j];" for i, (c, _) in enumerate(p.windows)),
         "CNTCOPY": "\n".join(f"        wait_{NAMES[f]}[b] <= wait_{NAMES[f]}_n[b];" for f in p.following),
-        "STEPPED": _stepped_declarations(""), "STEPPED_N": _stepped_declarations("_n"),
+        "STEPPED": _stepped_declarations("", p), "STEPPED_N": _stepped_declarations("_n", p),
         "RD": NAMES[f_rd], "WR": NAMES[f_wr], "ACT": NAMES[f_act], "PRE": NAMES[f_pre], "REF": NAMES[f_ref],
     }.items():  # fmt: skip
         body = body.replace(f"@@{key}@@", text)
@@ -247,7 +253,7 @@ module @@P@@_channel (
       end
       @@P@@_queue_pick #(.K(K), .ROWB(ROWB), .COLB(COLB), .PB(PB), .FCFS(@@FCFS@@)) first (
         .valid(valid1[gq]), .is_write(is_write), .rows(rows), .cols(cols), .open(bank_open[gq]),
-        .open_row(bank_row[gq]), .hits_cap(bank_hits[gq] >= 3'd4), .rdy_act(rdy_@@ACT@@[gq]),
+        .open_row(bank_row[gq]), .hits_cap(bank_hits[gq] >= @@HITCAP@@), .rdy_act(rdy_@@ACT@@[gq]),
         .rdy_pre(rdy_@@PRE@@[gq]), .rdy_rd(rdy_@@RD@@[gq]), .rdy_wr(rdy_@@WR@@[gq]), .win_ok(win_ok_r[gq]),
         .ok(ok1[gq]), .pos(pos1[gq]), .kind(kind1[gq]));
       if (@@DUAL@@) begin : dual
@@ -352,11 +358,11 @@ module @@P@@_channel (
     for (b = 0; b < NB; b = b + 1) begin
       open2[b] = bank_open[b];
       row2[b] = bank_row[b];
-      hitscap2[b] = bank_hits[b] >= 3'd4;
+      hitscap2[b] = bank_hits[b] >= @@HITCAP@@;
       if (c0_valid && c0_bank == b) begin
         if (c0_kind == CACT) begin open2[b] = 1'b1; row2[b] = c0_row; end
         else if (c0_kind == CPRE || c0_kind == CRDA || c0_kind == CWRA) begin open2[b] = 1'b0; hitscap2[b] = 1'b0; end
-        else if ((c0_kind == CRD || c0_kind == CWR) && bank_open[b]) hitscap2[b] = bank_hits[b] >= 3'd3;
+        else if ((c0_kind == CRD || c0_kind == CWR) && bank_open[b]) hitscap2[b] = bank_hits[b] >= @@HITCAP_1@@;
       end
 @@MIDREADY@@
       r = b >> LBPR;
@@ -421,13 +427,13 @@ module @@P@@_channel (
       bank_hits_n[b] = bank_hits[b];
       if (c0_valid && c0_bank == b) begin
         if (c0_kind == CACT) begin bank_open_n[b] = 1'b1; bank_row_n[b] = c0_row; end
-        else if (c0_kind == CPRE || c0_kind == CRDA || c0_kind == CWRA) begin bank_open_n[b] = 1'b0; bank_hits_n[b] = 3'd0; end
-        else if ((c0_kind == CRD || c0_kind == CWR) && bank_open[b] && bank_hits[b] < 3'd4) bank_hits_n[b] = bank_hits[b] + 3'd1;
+        else if (c0_kind == CPRE || c0_kind == CRDA || c0_kind == CWRA) begin bank_open_n[b] = 1'b0; bank_hits_n[b] = @@HIT0@@; end
+        else if ((c0_kind == CRD || c0_kind == CWR) && bank_open[b] && bank_hits[b] < @@HITCAP@@) bank_hits_n[b] = bank_hits[b] + @@HIT1@@;
       end
       if (c1_valid && c1_bank == b) begin
         if (c1_kind == CACT) begin bank_open_n[b] = 1'b1; bank_row_n[b] = c1_row; end
-        else if (c1_kind == CPRE || c1_kind == CRDA || c1_kind == CWRA) begin bank_open_n[b] = 1'b0; bank_hits_n[b] = 3'd0; end
-        else if ((c1_kind == CRD || c1_kind == CWR) && bank_open_n[b] && bank_hits_n[b] < 3'd4) bank_hits_n[b] = bank_hits_n[b] + 3'd1;
+        else if (c1_kind == CPRE || c1_kind == CRDA || c1_kind == CWRA) begin bank_open_n[b] = 1'b0; bank_hits_n[b] = @@HIT0@@; end
+        else if ((c1_kind == CRD || c1_kind == CWR) && bank_open_n[b] && bank_hits_n[b] < @@HITCAP@@) bank_hits_n[b] = bank_hits_n[b] + @@HIT1@@;
       end
 @@COUNTERNEXT@@
     end
@@ -571,7 +577,7 @@ module @@P@@_channel (
     integer b, j, r, i;
     if (rst) begin
       for (b = 0; b < NB; b = b + 1) begin
-        bank_open[b] <= 1'b0; bank_row[b] <= {ROWB{1'b0}}; bank_hits[b] <= 3'd0; cq_len[b] <= 0;
+        bank_open[b] <= 1'b0; bank_row[b] <= {ROWB{1'b0}}; bank_hits[b] <= @@HIT0@@; cq_len[b] <= 0;
 @@COUNTERRESET@@
       end
       for (r = 0; r < RANKS; r = r + 1) begin
