@@ -19,9 +19,15 @@ def _section() -> str:
     return text.split("## Downstream evaluation", 1)[1].split("\n## ", 1)[0]
 
 
+def _copy_run(eval_run: Path, tmp_path: Path) -> Path:
+    """The shared run dir where the main job would leave it (the README's `ls -d outputs/pretrain/*/*`)."""
+    return shutil.copytree(eval_run, tmp_path / "outputs" / "pretrain" / "2026-12-03" / "10-00-00")
+
+
 @pytest.mark.slow
-def test_readme_eval_commands_and_example_run(eval_run, tmp_path):
-    run = shutil.copytree(eval_run, tmp_path / "outputs" / "pretrain" / "2026-12-03" / "10-00-00")
+def test_readme_eval_commands_run(eval_run, tmp_path):
+    """The section's bash block: `zaya eval`, `zaya lm-eval` and a standard lm-eval task given offline."""
+    run = _copy_run(eval_run, tmp_path)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     (bash,) = re.findall(r"```bash\n(.*?)```", _section(), re.S)
     done = subprocess.run(
@@ -34,6 +40,13 @@ def test_readme_eval_commands_and_example_run(eval_run, tmp_path):
         "zaya_stdlib_idioms",
         "arc_easy",
     }
+
+
+@pytest.mark.slow
+def test_readme_eval_python_example_runs(eval_run, tmp_path):
+    """The section's Python example (lm-eval's `simple_evaluate` on the `zaya` model), in a process of its own:
+    it reads the run only, so it needs nothing the bash block writes."""
+    run = _copy_run(eval_run, tmp_path)
     (python,) = re.findall(r"```python\n(.*?)```", _section(), re.S)
     done = subprocess.run(
         [sys.executable, "-c", python.replace("RUN_DIR", str(run))],
