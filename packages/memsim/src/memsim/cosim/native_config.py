@@ -5,9 +5,10 @@ organisation, controller settings, activation windows and the timing table's off
 length, the address mapping and tCK as an exact fraction. Python decides every number; C++ only reads them,
 so the native engine can never disagree with memsim about a timing.
 
-The native engine is a port of the compiled engine, so it models what that engine models: a part with
-self-refresh, power-down, jedec-mode aggressive precharging, DDR5 same-bank refresh or RFM (which the compiled
-engine leaves to the Python engine) is refused here, by name, rather than simulated differently.
+The native engine is the compiled engine (one C++ controller), driven one request at a time, so it models what
+trace runs on it model: a part with self-refresh, power-down, jedec-mode aggressive precharging, DDR5 same-bank
+refresh or RFM (`memsim.compiled.bridge.unsupported`, which trace runs leave to the Python engine) is refused
+here, by name, rather than simulated differently.
 """
 
 from fractions import Fraction
