@@ -63,7 +63,7 @@ def test_bad_width_and_bursts_are_refused(small_ini: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys is not installed")
 def test_axi_top_synthesizes_without_latches(small_ini: Path, tmp_path: Path) -> None:
-    """yosys `synth` of the AXI top alone (the memory system a black box): no latch, `check` clean (~1 minute)."""
+    """yosys `synth` of the AXI top alone (the memory system a black box): no latch, `check` clean (~20 s)."""
     rtl = generate_rtl(load_spec(small_ini), tmp_path)
     top = f"{rtl.prefix}_axi_top"
     script = (f"read_verilog -sv -lib {rtl.top}; read_verilog {rtl.axi}; chparam -set DATA_WIDTH 64 {top}; "

@@ -274,10 +274,11 @@ module @@P@@_axi_top #(
         end
         WBEAT: begin
           if (s_axi_wvalid && s_axi_wready) begin
-            for (k = 0; k < DB; k = k + 1)
-              if (w_strobe[k]) begin
-                lb_data[(w_word * DB + k) * 8 +: 8] <= s_axi_wdata[k * 8 +: 8];
-                lb_mask[w_word * DB + k] <= 1'b1;
+            // every line byte compares its own word with the beat's (constant indices: no shifter)
+            for (k = 0; k < LBY; k = k + 1)
+              if (k / DB == w_word && w_strobe[k % DB]) begin
+                lb_data[k * 8 +: 8] <= s_axi_wdata[(k % DB) * 8 +: 8];
+                lb_mask[k] <= 1'b1;
               end
             lb_valid <= 1'b1; lb_line <= w_line;
             w_addr <= next_addr(w_addr, w_size, w_len, w_burst);
