@@ -33,8 +33,8 @@ class Block:
 
 
 def readmes(root: Path = REPO) -> list[Path]:
-    """README.md at the root and in every package, service, infra recipe and tool."""
-    found = [root / "README.md"]
+    """README.md at the root, of the tests, and in every package, service, infra recipe and tool."""
+    found = [root / "README.md", root / "tests" / "README.md"]
     for pattern in ("packages/*/README.md", "services/README.md", "services/*/README.md", "infra/README.md",
                     "infra/*/README.md", "tools/*/README.md"):  # fmt: skip
         found += sorted(root.glob(pattern))
