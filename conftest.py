@@ -12,6 +12,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import pytest  # noqa: E402
+from slow_first import load_durations, slowest_first  # noqa: E402  (tests/ is on pytest's pythonpath)
 
 
 def _has_gpu() -> bool:
@@ -31,7 +32,10 @@ def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip `gpu`-marked tests cleanly on machines without CUDA (CI never has one), and `exhaustive` ones unless
-    ZAYA_EXHAUSTIVE=1 (they would take CI past its 30 minutes on 2 cores)."""
+    ZAYA_EXHAUSTIVE=1 (they would take CI past its 30 minutes on 2 cores); put the slowest tests first
+    (tests/slow_first.py)."""
+    order = slowest_first([item.nodeid for item in items], load_durations())
+    items[:] = [items[i] for i in order]
     if any(item.get_closest_marker("gpu") for item in items) and not _has_gpu():
         _skip_marked(items, "gpu", "needs a CUDA GPU")
     if os.environ.get("ZAYA_EXHAUSTIVE") != "1":
