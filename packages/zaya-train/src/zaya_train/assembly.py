@@ -38,7 +38,7 @@ def assemble_trainer(
     model_cfg, train, recipe = objects["model"], objects["train"], objects["recipe"]
     logging_cfg = objects.get("logging")
     hooks: list[TrainerHook] = [RouterBalancing()] if RouterBalancing.applies_to(model) else []
-    resilience = Resilience(train.resilience, train.faults, run_dir, ctx.rank)
+    resilience = Resilience(train.resilience, train.faults, run_dir, ctx.rank, device=ctx.device)
     run_lock = acquire_run_dir(run_dir) if ctx.is_rank0 else None  # one trainer per run dir, before any write
     opened: list[Any] = []  # what a failed build must close again
     try:

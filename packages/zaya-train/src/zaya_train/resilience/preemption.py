@@ -1,7 +1,8 @@
 """PreemptionHandler: SIGTERM (Slurm's notice, torchrun's shutdown) -> save at the next step boundary, exit.
 
 The signal handler only sets a flag and arms a timer: the loop decides at a step boundary, where the
-state is consistent, and every rank agrees through an all-reduce so all of them save the same step.
+state is consistent, and every rank agrees through an all-reduce so all of them save the same step. That
+all-reduce runs on the training device (`device`): the default group under NCCL carries CUDA tensors only.
 If the save cannot finish within the grace time the timer ends the process anyway (the cluster would
 SIGKILL it a moment later), after dumping stacks so the slow part is visible.
 """
@@ -31,8 +32,10 @@ class PreemptionHandler:
         events: EventLog | None = None,
         exit_code: int = 0,
         signals: tuple[int, ...] = (signal.SIGTERM,),
+        device: torch.device | str = "cpu",
     ) -> None:
         self.grace_s = grace_s
+        self.device = torch.device(device)
         self.dump_path = Path(dump_dir) / f"preempt-timeout-rank{rank:05d}.txt"
         self.events = events
         self.exit_code = exit_code
@@ -71,10 +74,10 @@ class PreemptionHandler:
         self._timer.start()
 
     def should_stop(self, group: dist.ProcessGroup | None = None) -> bool:
-        """True on every rank once any rank got the signal (one tiny all-reduce when distributed)."""
+        """True on every rank once any rank got the signal (one tiny all-reduce on `device` when distributed)."""
         flag = self.requested
         if dist.is_available() and dist.is_initialized():
-            tensor = torch.tensor([1 if flag else 0], dtype=torch.int32)
+            tensor = torch.tensor([1 if flag else 0], dtype=torch.int32, device=self.device)
             dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=group)
             flag = bool(tensor.item())
         return flag

@@ -1,6 +1,6 @@
 """Resilience: every fault-tolerance part, built once and passed to the Trainer; it decides, the Trainer acts.
 
-    resilience = Resilience(cfg.resilience, cfg.faults, run_dir, rank)
+    resilience = Resilience(cfg.resilience, cfg.faults, run_dir, rank, device=ctx.device)
     trainer = Trainer(..., resilience=resilience)     # build_trainer does this
 
 It is a `TrainerHook` (`before_step`: crash-loop check, signal handler, watchdog, faults;
@@ -11,7 +11,8 @@ NaN or spiking batch never touches the weights: a `Decision`), then after each s
 stopping) the Trainer does; it reports back (`rolled_back`, `rollback_unavailable`, `resumed`, `stop`) so the
 events are written here. Errors that must end the process with a distinct code (crash loop, anomaly bounds)
 become SystemExit here, after logging why: this object is the process's policy. `exit_code_for(err)` maps
-those errors to their exit codes.
+those errors to their exit codes. Its per-step all-reduces (the verdict, the preemption flag) run on the
+training device (`device`), over the default group: NCCL's serves CUDA tensors only.
 """
 
 from __future__ import annotations
@@ -67,14 +68,18 @@ class Resilience(TrainerHook):
         faults: FaultsConfig | None = None,
         run_dir: Path = Path("."),
         rank: int = 0,
+        device: torch.device | str = "cpu",
     ) -> None:
         self.cfg = cfg = cfg or ResilienceConfig()
+        self.device = torch.device(device)  # the training device: where the per-step all-reduces run
         faults = faults or FaultsConfig()
         self.run_dir = Path(run_dir)
         self.rank = rank
         self.events = EventLog(self.run_dir, rank)
         dumps = self.run_dir / "stacks"
-        self.preemption = PreemptionHandler(cfg.preemption.grace_s, dumps, rank, self.events, cfg.preemption.exit_code)
+        self.preemption = PreemptionHandler(
+            cfg.preemption.grace_s, dumps, rank, self.events, cfg.preemption.exit_code, device=self.device
+        )
         wd = cfg.watchdog
         self.watchdog = HangWatchdog(wd.timeout_s, wd.first_step_timeout_s, dumps, rank, self.events, wd.poll_s)
         self.anomaly = AnomalyGuard(cfg.anomaly, self.events)
@@ -98,7 +103,7 @@ class Resilience(TrainerHook):
         except AnomalyLimitError as err:
             raise _exit_for(err) from err
         if self._distributed:
-            code = torch.tensor([_ACTION_ORDER.index(action)], dtype=torch.int32)
+            code = torch.tensor([_ACTION_ORDER.index(action)], dtype=torch.int32, device=self.device)
             dist.all_reduce(code, op=dist.ReduceOp.MAX)
             action = _ACTION_ORDER[int(code.item())]
         return action
