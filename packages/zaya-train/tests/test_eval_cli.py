@@ -1,4 +1,6 @@
-"""`zaya eval` and `zaya lm-eval` as real subprocesses of the `zaya` CLI on a trained run dir (a second eval and\nthe error paths in-process, on the same typer app)."""
+"""`zaya eval` and `zaya lm-eval` on a trained run dir: `zaya lm-eval` as a real subprocess of the `zaya` CLI;
+`zaya eval` in-process, on the same typer app the `zaya` command mounts (typer's runner), since
+`test_eval_readme.py` runs the README's `zaya eval` commands as real subprocesses of that command."""
 
 import json
 import shutil
@@ -22,12 +24,20 @@ def run_copy(eval_run, tmp_path):
     return shutil.copytree(eval_run, tmp_path / "run")
 
 
+def _eval_in_process(*args: str):
+    """`zaya eval ARGS` on the typer app the `zaya` command mounts, in this process: its result."""
+    from typer.testing import CliRunner
+    from zaya_train.evals.cli import eval_app
+
+    return CliRunner().invoke(eval_app, list(args))
+
+
 @pytest.mark.slow
 def test_zaya_eval_prints_the_table_and_merges_eval_json(run_copy):
-    first = _zaya(
-        "eval", str(run_copy), "--tasks", "zaya_stdlib_nextline,zaya_arith", "--limit", "6", "--device", "cpu"
+    first = _eval_in_process(
+        str(run_copy), "--tasks", "zaya_stdlib_nextline,zaya_arith", "--limit", "6", "--device", "cpu"
     )
-    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.exit_code == 0, (first.output[-3000:], first.exception)
     assert f"{run_copy} (step 32, zaya1-tiny, cpu)" in first.stdout
     for name in ("|zaya_stdlib_nextline|", "|zaya_arith", "|acc ", "|exact_match|"):
         assert name.replace(" ", "") in first.stdout.replace(" ", ""), name
@@ -38,14 +48,8 @@ def test_zaya_eval_prints_the_table_and_merges_eval_json(run_copy):
     assert 0 <= nextline["scores"]["acc"] <= 1 and record["tasks"]["zaya_arith"]["n_shot"] == 3
     assert record["subject"]["rope_theta"] == 1e5 and record["subject"]["tokenizer"]["kind"] == "byte"
 
-    # Another task at an earlier checkpoint joins the file; the earlier entries stay. In-process (typer's runner
-    # on the same app the `zaya` command mounts): the subprocess above already ran the entry point.
-    from typer.testing import CliRunner
-    from zaya_train.evals.cli import eval_app
-
-    second = CliRunner().invoke(
-        eval_app, [str(run_copy), "-t", "zaya_stdlib_ppl", "--limit", "2", "--step", "16", "--device", "cpu"]
-    )
+    # Another task at an earlier checkpoint joins the file; the earlier entries stay.
+    second = _eval_in_process(str(run_copy), "-t", "zaya_stdlib_ppl", "--limit", "2", "--step", "16", "--device", "cpu")
     assert second.exit_code == 0, (second.output[-3000:], second.exception)
     tasks = json.loads((run_copy / "eval.json").read_text())["tasks"]
     assert set(tasks) == {"zaya_stdlib_nextline", "zaya_arith", "zaya_stdlib_ppl"}
@@ -54,14 +58,10 @@ def test_zaya_eval_prints_the_table_and_merges_eval_json(run_copy):
 
 
 def test_zaya_eval_errors_are_one_line_and_name_the_problem(run_copy, tmp_path):
-    """In-process (typer's runner on the same app the `zaya` command mounts): the messages and exit codes."""
-    from typer.testing import CliRunner
-    from zaya_train.evals.cli import eval_app
-
-    runner = CliRunner()
-    missing = runner.invoke(eval_app, [str(tmp_path / "nowhere"), "--tasks", "zaya"])
-    typo = runner.invoke(eval_app, [str(run_copy), "--tasks", "zaya_stdlib_nextlin", "--device", "cpu"])
-    empty = runner.invoke(eval_app, [str(run_copy), "--tasks", " , "])
+    """The messages and exit codes."""
+    missing = _eval_in_process(str(tmp_path / "nowhere"), "--tasks", "zaya")
+    typo = _eval_in_process(str(run_copy), "--tasks", "zaya_stdlib_nextlin", "--device", "cpu")
+    empty = _eval_in_process(str(run_copy), "--tasks", " , ")
     assert missing.exit_code == typo.exit_code == empty.exit_code == 2
     assert "no such run dir or HF folder" in missing.output
     assert "unknown task(s) zaya_stdlib_nextlin; zaya's own tasks: zaya, zaya_arith" in typo.output

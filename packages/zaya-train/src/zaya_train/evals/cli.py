@@ -97,10 +97,11 @@ def evaluate(
 @reports(ZayaTrainError)
 def lm_eval_command(args: list[str] = typer.Argument(None, help="lm-eval's arguments, e.g. --model zaya ...")) -> None:
     """Run lm-eval's command line (`lm_eval ...`) with the `zaya` model and zaya's tasks available."""
-    from zaya_train.evals.harness import quiet_custom_dataset_notice, require_lm_eval
+    from zaya_train.evals.harness import builtin_index_only_when_needed, quiet_custom_dataset_notice, require_lm_eval
 
     require_lm_eval()
-    from lm_eval.__main__ import cli_evaluate
+    from lm_eval._cli import HarnessCLI
+    from lm_eval.utils import setup_logging
 
     from zaya_train.evals import TASKS_DIR
 
@@ -113,4 +114,9 @@ def lm_eval_command(args: list[str] = typer.Argument(None, help="lm-eval's argum
         args += ["--include_path", str(TASKS_DIR)]
     quiet_custom_dataset_notice()
     sys.argv = ["lm-eval", *args]
-    cli_evaluate()
+    setup_logging()  # lm-eval's `cli_evaluate`, with the tasks known before its TaskManager indexes them
+    parser = HarnessCLI()
+    parsed = parser.parse_args()
+    tasks = parsed.tasks if parsed.command == "run" and not getattr(parsed, "config", None) else None
+    with builtin_index_only_when_needed(tasks):
+        parser.execute(parsed)

@@ -2,9 +2,11 @@
 scores as flat `task/metric` numbers, the results table, and `eval.json` in the run dir.
 
 lm-eval indexes its ~15k built-in task files in about 13 s; our tasks and `include_path` folders are indexed
-alone first, and the built-in index is read only when a requested name is not among them.
+alone first, and the built-in index is read only when a requested name is not among them (`zaya eval`), or is
+not an exact name of a task there (`zaya lm-eval`, `builtin_index_only_when_needed`).
 """
 
+import contextlib
 import fnmatch
 import json
 import logging
@@ -67,6 +69,44 @@ def task_manager(tasks: Sequence[str], include_path: Sequence[str | Path] = ()) 
             "(list every task with `zaya lm-eval ls tasks`)"
         )
     return manager
+
+
+def _complete_alone(index: dict[str, Any], name: str) -> bool:
+    """`name` is a task of `index`, or a group whose members all are: loading it needs no other index."""
+    from lm_eval.tasks._index import Kind
+
+    entry = index.get(name)
+    if entry is None or entry.kind is Kind.TAG:  # a tag gathers its tasks from every index read
+        return False
+    if entry.kind is not Kind.GROUP:
+        return True
+    members = entry.cfg.get("task") or []
+    members = members if isinstance(members, list) else [members]
+    return all(isinstance(m, str) and m != name and _complete_alone(index, m) for m in members)
+
+
+@contextlib.contextmanager
+def builtin_index_only_when_needed(tasks: Sequence[str] | None):
+    """Inside: an lm-eval `TaskManager` asked for the built-in tasks reads their index only when a name in
+    `tasks` is not an exact name (no pattern) of a task or group of its `include_path` folders alone; lm-eval's
+    own command line (`zaya lm-eval`) then loads the same task files (an include path overrides a built-in task
+    of the same name) without the 13 s index."""
+    import lm_eval.tasks
+
+    full = lm_eval.tasks.TaskManager
+
+    def task_manager(*args: Any, include_defaults: bool = True, **kwargs: Any) -> Any:
+        if include_defaults and tasks and not any(c in name for name in tasks for c in "*?["):
+            alone = full(*args, include_defaults=False, **kwargs)
+            if all(_complete_alone(alone.task_index, name) for name in tasks):
+                return alone
+        return full(*args, include_defaults=include_defaults, **kwargs)
+
+    lm_eval.tasks.TaskManager = task_manager
+    try:
+        yield
+    finally:
+        lm_eval.tasks.TaskManager = full
 
 
 def missing_tasks(manager: Any, tasks: Sequence[str]) -> list[str]:
