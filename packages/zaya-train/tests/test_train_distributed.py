@@ -7,6 +7,7 @@ resume on another cp size."""
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,8 +52,16 @@ BF16 = ["--precision", "bf16", *CP_SEQ]
 # on cp 1 (one process) and cp 4 (four processes) with the same steps 4 and 5 (sums in another order).
 CP_RESUME = ["--optimizer", "muon", "--steps", "5", "--checkpoint-every", "3", *CP_SEQ]
 CP2_RANKS = ["--strategy", "ddp", "--context-parallel", "2"]
+
+
+def snapshots_at_3(*folders: str) -> list[str]:
+    """Worker arguments: copy the checkpoint root after step 3 to each folder of the launch's folder."""
+    return ["--snapshot-at", "3", *(arg for folder in folders for arg in ("--snapshot", f"{{{folder}}}"))]
+
+
 # launch -> (world size, {run: worker arguments}, {run dir: "launch/snapshot" copied into its checkpoints/});
-# an argument "{x}" is the path x in the launch's folder. A launch resuming from another's snapshot runs after it.
+# "{x}" in an argument is the path x in the launch's folder. A launch resuming from another's snapshot runs after
+# it; a run resuming from a snapshot of its own launch gets it from the reference run (a second --snapshot).
 LAUNCHES = {
     "baselines": (
         1,
@@ -72,26 +81,20 @@ LAUNCHES = {
             "fsdp": ["--strategy", "fsdp"],
             "switch": ["--strategy", "ddp", "--long-cp", "2", *LONG_PHASES],  # p0 dp 2, the long phase cp 2
             "cp2-bf16": [*CP2_RANKS, *BF16],
+            **CP_RUNS,
         },
         {},
     ),
-    "cp-two-rank": (2, CP_RUNS, {}),
     "cp-four-rank": (4, CP4_RUNS, {}),
-    "references": (  # uninterrupted 5-step runs, each with a copy of its checkpoint root at step 3
-        2,
+    "references": (  # uninterrupted 5-step runs, each with a copy of its checkpoint root at step 3, and the
+        2,  # 2-rank resumes from that copy
         {
-            "zero1-reference": [*ZERO1_RANKS, "--snapshot-at", "3", "--snapshot", "{zero1-snapshot}"],
-            "cp-reference": [*CP2_RANKS, *CP_RESUME, "--snapshot-at", "3", "--snapshot", "{cp-snapshot}"],
-        },
-        {},
-    ),
-    "resumes-two-rank": (
-        2,
-        {
+            "zero1-reference": [*ZERO1_RANKS, *snapshots_at_3("zero1-snapshot", "run-resume2/checkpoints")],
+            "cp-reference": [*CP2_RANKS, *CP_RESUME, *snapshots_at_3("cp-snapshot", "run-resume-cp2/checkpoints")],
             "resume2": [*ZERO1_RANKS, "--run-dir", "{run-resume2}"],
             "resume-cp2": [*CP2_RANKS, *CP_RESUME, "--run-dir", "{run-resume-cp2}"],
         },
-        {"run-resume2": "references/zero1-snapshot", "run-resume-cp2": "references/cp-snapshot"},
+        {},
     ),
     # one process has no process group: it resumes into the unsharded optimizer (`strategy: single`)
     "resumes-one-rank": (
@@ -121,7 +124,7 @@ def _launch(folder: Path, nproc: int, jobs: dict[str, list[str]]) -> None:
     spec = folder / "jobs.json"
 
     def job(name: str, args: list[str]) -> list[str]:
-        args = [str(folder / a[1:-1]) if a.startswith("{") else a for a in args]
+        args = [re.sub(r"\{([^}]+)\}", lambda m: str(folder / m[1]), a) for a in args]
         return [*args, "--cache", str(folder / "cache"), "--out", str(folder / f"{name}.pt")]
 
     spec.write_text(json.dumps([job(name, args) for name, args in jobs.items()]))
@@ -231,7 +234,7 @@ def test_zero1_checkpoint_holds_logical_optimizer_state(zero1_reference, tmp_pat
 @pytest.mark.slow
 def test_zero1_resume_on_same_world_is_bitwise(runs, zero1_reference, tmp_path):
     ref, _ = zero1_reference
-    run_dir = runs.folder("resumes-two-rank") / "run-resume2"
+    run_dir = runs.folder("references") / "run-resume2"
     got = runs.result("resume2")
     assert got["start_step"] == 3 and got["step_losses"] == {s: ref["step_losses"][s] for s in (4, 5)}
     assert all(torch.equal(got["weights"][k], ref["weights"][k]) for k in ref["weights"])

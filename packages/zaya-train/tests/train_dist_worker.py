@@ -1,8 +1,9 @@
 """A worker for the distributed tests, started by torchrun (or alone): a few real training steps of
 zaya1-tiny under the given strategy; rank 0 writes the losses and the full weights to --out.
 
-With --snapshot-at K --snapshot DIR, rank 0 copies the committed checkpoint root after step K (training goes
-on). A run dir that already holds checkpoints (--run-dir) resumes from them; rank 0 then also writes the
+With --snapshot-at K --snapshot DIR, rank 0 copies the committed checkpoint root after step K to DIR (training
+goes on; --snapshot may be given again for more copies, such as a later job's run-dir/checkpoints: the
+collectives of steps after K wait for the copy, so a later job of the launch finds it complete). A run dir that already holds checkpoints (--run-dir) resumes from them; rank 0 then also writes the
 optimizer state every rank holds right after the resume, by parameter name, and which rank holds it.
 
 With --jobs FILE (a JSON list of argument lists, each with its own --out), the same processes run every job in
@@ -43,8 +44,8 @@ def _optimizer_state_by_name(trainer) -> dict[str, dict[str, torch.Tensor]]:
 class Recorder(TrainerHook):
     """Trainer hook: each step's loss, the optimizer state after a resume, the snapshot copy."""
 
-    def __init__(self, snapshot_at: int | None, snapshot: Path | None) -> None:
-        self.snapshot_at, self.snapshot = snapshot_at, snapshot
+    def __init__(self, snapshot_at: int | None, snapshots: list[Path]) -> None:
+        self.snapshot_at, self.snapshots = snapshot_at, snapshots
         self.start_step: int | None = None
         self.resumed_optim: dict[int, dict] = {}  # rank -> {fqn: {name: tensor}}
         self.losses: dict[int, float] = {}
@@ -66,7 +67,8 @@ class Recorder(TrainerHook):
         if trainer.progress.step != self.snapshot_at:
             return
         if trainer.ctx.is_rank0:
-            shutil.copytree(trainer.checkpoints.root, self.snapshot)  # this step's save is committed
+            for snapshot in self.snapshots:
+                shutil.copytree(trainer.checkpoints.root, snapshot)  # this step's save is committed
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--micro-batch", type=int, default=2)
     parser.add_argument("--checkpoint-every", type=int, default=2)
     parser.add_argument("--snapshot-at", type=int, default=None)
-    parser.add_argument("--snapshot", type=Path, default=None)
+    parser.add_argument("--snapshot", type=Path, action="append", default=[])
     parser.add_argument("--run-dir", type=Path, default=None)
     parser.add_argument("--seq-len", type=int, default=32)
     parser.add_argument("--activation-checkpointing", default="none")
