@@ -148,21 +148,22 @@ def test_batched_muon_equals_the_per_matrix_implementation(ns_round_elements):
 @pytest.mark.slow
 def test_distributed_muon_shares_the_work_and_equals_one_rank(tmp_path):
     """2 gloo ranks: under DDP-style replication and on FSDP2 DTensors each rank orthogonalises about half of the
-    matrices (5 and 4 of 9), and the parameters equal the single-process run's."""
+    matrices (5 and 4 of 9), and the parameters equal the single-process run's (computed here, in this process).
+    Both 2-rank modes run in one torchrun launch, one after the other on its process group."""
+    import importlib.util
     import subprocess
     import sys
     from pathlib import Path
 
-    worker = Path(__file__).with_name("muon_dist_worker.py")
-    results = {}
-    for mode in ("single", "ddp", "fsdp"):
-        launcher = [sys.executable] if mode == "single" else [
-            sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]  # fmt: skip
-        out = tmp_path / f"{mode}.pt"
-        proc = subprocess.run([*launcher, str(worker), "--mode", mode, "--out", str(out)], capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        results[mode] = torch.load(out)
+    path = Path(__file__).with_name("muon_dist_worker.py")
+    spec = importlib.util.spec_from_file_location("muon_dist_worker", path)
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    proc = subprocess.run([*launcher, str(path), "--modes", "ddp", "fsdp", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = {"single": worker.run("single"), **{m: torch.load(tmp_path / f"{m}.pt") for m in ("ddp", "fsdp")}}
     assert results["single"].pop("ns_matrices_per_rank") == [9]
     for mode in ("ddp", "fsdp"):
         assert results[mode].pop("ns_matrices_per_rank") == [5, 4], mode
