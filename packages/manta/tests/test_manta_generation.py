@@ -85,6 +85,24 @@ def test_images_are_written_as_png(tiny_catalog, tmp_path):
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in paths)
 
 
+def test_render_many_batches_one_set_up_and_gives_each_seeds_image(tiny_catalog, monkeypatch):
+    """Plans of one base and adapters at one weight share a pipeline call; each image is `render`'s up to float rounding."""
+    backend = DiffusersBackend(tiny_catalog, num_steps=2, height=32, width=32, guidance_scale=1.0, max_batch=2)
+    red, plain = plan([("lora-red", 0.8)]), plan([])
+    requests = [(red, 0), (plain, 0), (red, 1), (red, 2)]
+    calls, call = [], type(backend.pipeline("tiny-sd")).__call__  # diffusers' pipeline, counted
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            type(backend.pipeline("tiny-sd")),
+            "__call__",
+            lambda self, prompts, **kw: calls.append(len(prompts)) or call(self, prompts, **kw),
+        )
+        many = [np.asarray(im, dtype=np.float32) for im in backend.render_many(requests)]
+    assert calls == [2, 1, 1]  # red's three images in two calls of at most max_batch, then the plain one
+    for (p, seed), image in zip(requests, many, strict=True):
+        assert np.abs(image - np.asarray(backend.render(p, seed), dtype=np.float32)).max() <= 1  # float rounding
+
+
 def test_bad_plans_are_clear_errors(tiny_catalog):
     backend = DiffusersBackend(tiny_catalog, num_steps=1, height=32, width=32)
     with pytest.raises(MantaError, match="adapter 'lora-other' is for base family 'other' but the plan's base"):

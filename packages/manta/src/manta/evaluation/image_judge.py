@@ -7,12 +7,14 @@ criterion is compared with a margin (ties within it), scoring 2 / 0 or 1 / 1 lik
 other seeds scatters (the tiny world's quality head by 0.33 per image, `benchmarks/lora_quality.py`), and a
 difference of two batch means within one standard deviation of that scatter, sigma x sqrt(2 / batch), is a
 tie, not a win.
-Renders are cached by plan and seed, so manta's images are made once however many opponents it meets.
+Renders are cached by plan and seed, so manta's images are made once however many opponents it meets; with
+`render_many` (a backend's batch renderer) the images still missing are rendered in one call, the batches of
+several comparisons at once through `prefetch`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -33,6 +35,16 @@ def render_key(plan: CompositionPlan, seed: int) -> tuple:
     return (plan.base_id, tuple((a.id, a.weight) for a in plan.adapters), plan.prompt_text, seed)
 
 
+def seeded(plans: list[CompositionPlan]) -> list[tuple[CompositionPlan, int]]:
+    """(plan, seed) of each image of a batch: image i is rendered with seed i, the same for every system."""
+    return [(plan, seed) for seed, plan in enumerate(plans)]
+
+
+def noise_renders(cases: list[tuple[str, CompositionPlan]], seeds: int) -> list[tuple[CompositionPlan, int]]:
+    """(plan, seed) of each calibration image: every case's plan with seeds NOISE_SEED, NOISE_SEED + 1, ..."""
+    return [(plan, NOISE_SEED + s) for _, plan in cases for s in range(seeds)]
+
+
 def embedding_diversity(vectors_ND: np.ndarray) -> float:
     """Mean pairwise cosine distance of unit image embeddings (0 for one image)."""
     pairs = list(combinations(range(len(vectors_ND)), 2))
@@ -41,10 +53,12 @@ def embedding_diversity(vectors_ND: np.ndarray) -> float:
 
 @dataclass
 class ImageJudge:
-    """Renders plans (`render(plan, seed) -> PIL image`) and judges the images with `scorer`."""
+    """Renders plans (`render(plan, seed) -> PIL image`, or where the renderer has it `render_many([(plan, seed),
+    ...]) -> images`, the same images up to float rounding) and judges the images with `scorer`."""
 
     scorer: ImageScorer
     render: Callable[[CompositionPlan, int], Any]
+    render_many: Callable[[Sequence[tuple[CompositionPlan, int]]], list[Any]] | None = None
     margins: dict[str, float] = field(default_factory=lambda: dict(MARGINS))
     seed_noise: dict[str, float] = field(default_factory=dict)  # per-image std from the seed alone (calibrate)
     _images: dict[tuple, Any] = field(default_factory=dict, repr=False)
@@ -54,15 +68,25 @@ class ImageJudge:
         return f"images/{self.scorer.name}"
 
     def images(self, plans: list[CompositionPlan]) -> list[Any]:
-        """Image i of a batch is rendered with seed i, the same for every system."""
-        return [self._image(plan, seed) for seed, plan in enumerate(plans)]
+        """The batch's images (`seeded`)."""
+        return self._rendered(seeded(plans))
 
-    def _image(self, plan: CompositionPlan, seed: int) -> Any:
-        """The render of `plan` with `seed`, made once."""
-        key = render_key(plan, seed)
-        if key not in self._images:
-            self._images[key] = self.render(plan, seed)
-        return self._images[key]
+    def prefetch(
+        self, batches: Sequence[list[CompositionPlan]], cases: list[tuple[str, CompositionPlan]] = (), seeds: int = 0
+    ) -> None:
+        """Render in one go the images not rendered yet that `images` would render for each batch and
+        `calibrate(cases, seeds)` for the cases."""
+        self._rendered([request for plans in batches for request in seeded(plans)] + noise_renders(cases, seeds))
+
+    def _rendered(self, requests: list[tuple[CompositionPlan, int]]) -> list[Any]:
+        """The render of each (plan, seed), made once; the missing ones in one `render_many` call if given."""
+        keys = [render_key(plan, seed) for plan, seed in requests]
+        missing = {key: request for key, request in zip(keys, requests, strict=True) if key not in self._images}
+        if self.render_many is not None:
+            self._images.update(zip(missing, self.render_many(list(missing.values())), strict=True))
+        else:
+            self._images.update((key, self.render(plan, seed)) for key, (plan, seed) in missing.items())
+        return [self._images[key] for key in keys]
 
     def calibrate(self, cases: list[tuple[str, CompositionPlan]], seeds: int, batch: int) -> dict[str, float]:
         """Render each (prompt, plan) with `seeds` seeds, pool the per-image standard deviation of alignment and
@@ -70,8 +94,9 @@ class ImageJudge:
         if seeds < 2 or not cases:
             raise ValueError(f"calibration needs 2 or more seeds and a case, got {seeds} seeds, {len(cases)} cases")
         variances: dict[str, list[float]] = {c: [] for c in CALIBRATED}
+        self._rendered(noise_renders(cases, seeds))  # in one go
         for prompt, plan in cases:
-            images = [self._image(plan, NOISE_SEED + s) for s in range(seeds)]
+            images = self._rendered(noise_renders([(prompt, plan)], seeds))
             variances["alignment"].append(float(np.var(self.scorer.alignment(images, prompt), ddof=1)))
             variances["quality"].append(float(np.var(self.scorer.quality(images), ddof=1)))
         self.seed_noise = {c: float(np.sqrt(np.mean(v))) for c, v in variances.items()}

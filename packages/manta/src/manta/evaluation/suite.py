@@ -20,7 +20,7 @@ import numpy as np
 
 from manta.composer import Composer
 from manta.evaluation.judges import CRITERIA, Judge
-from manta.evaluation.winrate import PlanSystem, WinRateReport, win_rates
+from manta.evaluation.winrate import PlanSystem, WinRateReport, compose_pairs, judge_pairs
 from manta.limits import ResolvedLimits
 
 SMOKE_JUDGE = "plan-metrics (smoke check: scores the plan metrics the composer optimises, no images)"
@@ -112,29 +112,28 @@ def evaluate(
 ) -> Evaluation:
     """Win rates of the composer against each opponent and control, and its coverage, on `prompts`."""
     result = Evaluation(judge_name, limits.name, list(prompts), batch, prompt_source=prompt_source)
-    if hasattr(judge, "calibrate"):  # a judge of rendered images: its ties are set by its own seed noise
-        firsts = list(prompts)[:CALIBRATION_PROMPTS]
-        cases = [(p, composer.compose(p, limits, batch=1, seed=seed + i)[0]) for i, p in enumerate(firsts)]
+    calibrating = hasattr(judge, "calibrate")  # a judge of rendered images: its ties are set by its own seed noise
+    firsts = list(prompts)[:CALIBRATION_PROMPTS] if calibrating else []
+    cases = [(p, composer.compose(p, limits, batch=1, seed=seed + i)[0]) for i, p in enumerate(firsts)]
+    groups = {"opponents": opponents, "controls": controls}
+    pairs = {
+        name: compose_pairs(prompts, composer, system, limits, batch=batch, seed=seed)
+        for systems in groups.values()
+        for name, system in systems.items()
+    }
+    if hasattr(judge, "prefetch"):  # every image at once: a batched backend renders those of one plan set-up together
+        batches = [plans for rows in pairs.values() for _, plans_a, plans_b in rows for plans in (plans_a, plans_b)]
+        judge.prefetch(batches, cases, CALIBRATION_SEEDS)
+    if calibrating:
         judge.calibrate(cases, CALIBRATION_SEEDS, batch)
         result.seed_noise = dict(judge.seed_noise)
     if hasattr(judge, "margins"):
         result.margins = dict(judge.margins)
     elif hasattr(judge, "margin"):
         result.margins = {c: judge.margin for c in CRITERIA}
-    for group, systems in (("opponents", opponents), ("controls", controls)):
-        for name, system in systems.items():
-            report = win_rates(
-                prompts,
-                composer,
-                system,
-                judge,
-                limits,
-                batch=batch,
-                seed=seed,
-                names=("manta", name),
-                progress=progress,
-            )
-            getattr(result, group)[name] = report
+    for group, systems in groups.items():
+        for name in systems:
+            getattr(result, group)[name] = judge_pairs(pairs[name], judge, names=("manta", name), progress=progress)
     result.coverage, result.adapters_per_image = coverage_of(composer, prompts, limits, batch, seed)
     return result
 

@@ -72,22 +72,34 @@ def _plain(value: Any) -> Any:
     return asdict(value) if is_dataclass(value) else value
 
 
-def win_rates(
+Pairs = list[tuple[str, list[CompositionPlan], list[CompositionPlan]]]  # (prompt, A's batch, B's batch)
+
+
+def compose_pairs(
     prompts: Sequence[str],
     system_a: PlanSystem,
     system_b: PlanSystem,
-    judge: Judge,
     limits: ResolvedLimits,
     batch: int = 4,
     seed: int = 0,
-    names: tuple[str, str] = ("manta", "baseline"),
-    progress: bool = False,
+) -> Pairs:
+    """A batch per prompt from each system, prompt i composed with seed + i."""
+    return [
+        (
+            prompt,
+            system_a.compose(prompt, limits, batch=batch, seed=seed + i),
+            system_b.compose(prompt, limits, batch=batch, seed=seed + i),
+        )
+        for i, prompt in enumerate(prompts)
+    ]
+
+
+def judge_pairs(
+    pairs: Pairs, judge: Judge, names: tuple[str, str] = ("manta", "baseline"), progress: bool = False
 ) -> WinRateReport:
-    """Compose a batch per prompt with both systems, judge them, and tally A's wins per criterion."""
+    """Judge each prompt's two batches and tally A's wins per criterion."""
     report = WinRateReport(*names)
-    for i, prompt in enumerate(track(prompts, description="judging", disable=not progress)):
-        plans_a = system_a.compose(prompt, limits, batch=batch, seed=seed + i)
-        plans_b = system_b.compose(prompt, limits, batch=batch, seed=seed + i)
+    for prompt, plans_a, plans_b in track(pairs, description="judging", disable=not progress):
         verdict = judge.judge(prompt, plans_a, plans_b)
         for name in CRITERIA:
             tally = report.tallies[name]
@@ -107,6 +119,21 @@ def win_rates(
             }
         )
     return report
+
+
+def win_rates(
+    prompts: Sequence[str],
+    system_a: PlanSystem,
+    system_b: PlanSystem,
+    judge: Judge,
+    limits: ResolvedLimits,
+    batch: int = 4,
+    seed: int = 0,
+    names: tuple[str, str] = ("manta", "baseline"),
+    progress: bool = False,
+) -> WinRateReport:
+    """Compose a batch per prompt with both systems, judge them, and tally A's wins per criterion."""
+    return judge_pairs(compose_pairs(prompts, system_a, system_b, limits, batch, seed), judge, names, progress)
 
 
 def plot_win_rates(report: WinRateReport, path: str) -> None:
