@@ -27,6 +27,7 @@ import contextlib
 import functools
 import inspect
 import sys
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,7 +38,10 @@ import torch.distributed as dist
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-_HOST = "_strict_devices_host"  # the attribute a host tensor carries
+# The host tensors, by id, each with a weak reference that drops its entry when the tensor goes: a mark kept
+# beside the tensor, not on it, so it changes nothing the run writes (an attribute would make torch.save pickle
+# every marked tensor with its Python state, which a checkpoint's restricted unpickler rightly refuses).
+_HOST: dict[int, weakref.ref] = {}
 # the tensor collectives of torch.distributed (the functions our code calls through `dist.`), those this torch has
 COLLECTIVES = tuple(name for name in (
     "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single", "reduce_scatter",
@@ -59,7 +63,8 @@ class StrictDeviceError(AssertionError):
 
 def is_host(tensor: torch.Tensor) -> bool:
     """Whether `tensor` would be a CPU tensor on a GPU run (see the module's docstring)."""
-    return getattr(tensor, _HOST, False)
+    ref = _HOST.get(id(tensor))
+    return ref is not None and ref() is tensor
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:
@@ -109,8 +114,9 @@ class _Placement(TorchFunctionMode):
 
 def _mark_host(*tensors: torch.Tensor) -> None:
     for tensor in tensors:
-        with contextlib.suppress(AttributeError, RuntimeError):  # a subclass without a __dict__
-            setattr(tensor, _HOST, True)
+        with contextlib.suppress(TypeError):  # a tensor that takes no weak reference stays unmarked
+            key = id(tensor)
+            _HOST[key] = weakref.ref(tensor, lambda _, key=key: _HOST.pop(key, None))
 
 
 def _host_factory(factory: Callable) -> Callable:

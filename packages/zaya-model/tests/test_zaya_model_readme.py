@@ -17,5 +17,8 @@ def test_readme_example_runs(tmp_path: Path):
     assert "8.30B total, 754M active" in done.stdout  # the counts the README states
     cp_loss, plain_loss = re.search(r"([\d.]+) == ([\d.]+)", done.stdout).groups()
     assert cp_loss == plain_loss  # the context-parallel loss is the unsplit one (5 decimals)
+    ep_loss, plain_loss = re.findall(r"([\d.]+) == ([\d.]+)", done.stdout)[1]
+    assert ep_loss == plain_loss  # and the expert-parallel one
+    assert "ep 8, 8 x 4096 tokens: 26.5 GB per rank" in done.stdout
     assert "cp 8 at 32k: 2.19 GiB per rank" in done.stdout
     assert (tmp_path / "zaya-tiny" / "config.json").is_file()

@@ -189,7 +189,9 @@ def convert(
                 _write_train_files(reader, tmp, train_states, durable)
             writer.finish(sidecar)
             if train_manifest is not None:
-                write_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size, durable=durable)
+                split = (layout.ep, layout.tp, layout.pp) != (1, 1, 1)  # recorded: zaya-train's trainer cannot infer it
+                write_manifest(tmp, int(train_manifest.get("step", 0)), layout.world_size, durable=durable,
+                               layout=layout.to_dict() if split else None)  # fmt: skip
     dropped += getattr(writer, "dropped", [])
     return ConvertResult(dst, to, layout, len(index.tensors), len(index.objects), written, dropped)
 

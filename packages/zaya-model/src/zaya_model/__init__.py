@@ -35,6 +35,9 @@ _EXPORTS = {
     "shard_sequence": "context_parallel",
     "CPTraffic": "cp_traffic",
     "context_parallel_traffic": "cp_traffic",
+    "EPTraffic": "ep_traffic",
+    "expert_parallel_traffic": "ep_traffic",
+    "ExpertParallel": "expert_parallel",
     "ZayaDecoder": "decode.decoder",
     "load_hf": "hf_io",
     "read_hf_folder": "hf_io",
@@ -54,6 +57,8 @@ __all__ = [
     "CPTraffic",
     "ContextParallel",
     "DecodeBytes",
+    "EPTraffic",
+    "ExpertParallel",
     "ParameterCount",
     "ShardSpec",
     "StepTraffic",
@@ -70,6 +75,7 @@ __all__ = [
     "context_parallel_traffic",
     "count_parameters",
     "decode_bytes_per_token",
+    "expert_parallel_traffic",
     "flops_per_token",
     "gather_sequence",
     "hf_keys",
@@ -108,6 +114,8 @@ if TYPE_CHECKING:
     from zaya_model.decode.decoder import ZayaDecoder
     from zaya_model.decode.sampling import sample_tokens
     from zaya_model.decode.static_cache import ZayaStaticCache
+    from zaya_model.ep_traffic import EPTraffic, expert_parallel_traffic
+    from zaya_model.expert_parallel import ExpertParallel
     from zaya_model.hf_io import load_hf, read_hf_folder, save_hf, to_hf_state_dict
     from zaya_model.model import ZayaDecoderLayer, ZayaForCausalLM, build_model
     from zaya_model.parallel import ShardSpec, hf_parallel_plan, parallel_plan, spec_for

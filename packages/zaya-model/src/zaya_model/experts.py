@@ -11,6 +11,9 @@ is never computed. Two backends:
   the way in and out.
 - `loop`: one matmul per expert over its contiguous slice (one host sync for the counts).
 Results are put back in token order with an index copy (no atomics) and summed over the k slots.
+Under expert parallelism (`expert_parallel`, set by `ZayaForCausalLM.set_expert_parallel`) the weights are
+this rank's E / ep experts and the routed pairs travel to their experts' ranks and back by all-to-all
+(expert_parallel.py); the skipped pairs stay here, as zeros.
 
 Decoding (`forward_decode`) has a third path for a few pairs, `forward_gathered`: each pair reads its
 expert's weights through the expert index (`gate_up[ids]`), written as multiply-and-sum so that
@@ -26,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zaya_model.config import ZayaConfig
+from zaya_model.expert_parallel import ExpertParallel, dispatch_and_combine
 
 DECODE_GATHER_MAX_PAIRS = 8
 _grouped_mm = getattr(F, "grouped_mm", None) or getattr(torch, "_grouped_mm", None)
@@ -62,6 +66,11 @@ class ZayaExperts(nn.Module):
         self.backend = config.moe_backend
         self.gate_up = nn.Parameter(torch.empty(E, 2 * F_, D))
         self.down = nn.Parameter(torch.empty(E, D, F_))
+        self.expert_parallel: ExpertParallel | None = None
+
+    def local_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(gate_up, down) as plain tensors: this rank's experts when they are a DTensor's shard (EP), else all."""
+        return tuple(w.to_local() if hasattr(w, "to_local") else w for w in (self.gate_up, self.down))  # type: ignore[return-value]
 
     def _compute_dtype(self, x: torch.Tensor) -> torch.dtype:
         if torch.is_autocast_enabled(x.device.type):
@@ -82,11 +91,14 @@ class ZayaExperts(nn.Module):
         order = torch.argsort(ids, stable=True)
         counts = torch.zeros(E + 1, dtype=torch.int64, device=ids.device).index_add_(0, ids, torch.ones_like(ids))
         x_sorted = x_TD.to(dtype)[order // k]
-        w_gu, w_dn = self.gate_up.to(dtype), self.down.to(dtype)
-        if self.resolve_backend(x_TD) == "grouped_mm":
+        w_gu, w_dn = (w.to(dtype) for w in self.local_weights())
+        grouped = self.resolve_backend(x_TD) == "grouped_mm"
+        if self.expert_parallel is not None:
+            y_sorted = self._expert_parallel(x_sorted, order, counts, w_gu, w_dn, grouped)
+        elif grouped:
             y_sorted = self._grouped(x_sorted, counts, w_gu, w_dn)
         else:
-            y_sorted = self._loop(x_sorted, counts, w_gu, w_dn)
+            y_sorted = self._loop(x_sorted, counts.tolist(), w_gu, w_dn)
         y_sorted = y_sorted * weight_Nk.reshape(-1)[order, None].to(dtype)
         y = torch.empty_like(y_sorted).index_copy_(0, order, y_sorted)
         return y.view(T, k, -1).sum(dim=1) if k > 1 else y
@@ -103,6 +115,8 @@ class ZayaExperts(nn.Module):
 
         Uncompiled, the gather copies the chosen experts' weights before reading them; eager decoders pass
         0 so that the grouped GEMM, where it runs, reads them in place."""
+        if self.expert_parallel is not None:  # every rank of the EP group decodes in step, through its experts
+            return self(x_TD, choice_Tk, weight_Tk)
         if choice_Tk.numel() <= gather_max_pairs or self.resolve_backend(x_TD) != "grouped_mm":
             return self.forward_gathered(x_TD, choice_Tk, weight_Tk)
         return self(x_TD, choice_Tk, weight_Tk)
@@ -123,10 +137,34 @@ class ZayaExperts(nn.Module):
         y = y * weight_Tk.reshape(-1, 1).to(dtype)
         return y.view(T, k, -1).sum(dim=1) if k > 1 else y
 
+    def _expert_parallel(
+        self,
+        x_ND: torch.Tensor,
+        order: torch.Tensor,
+        counts: torch.Tensor,
+        w_gu: torch.Tensor,
+        w_dn: torch.Tensor,
+        grouped: bool,
+    ) -> torch.Tensor:
+        """Sorted outputs [N, D] under EP: the routed pairs through their experts' ranks, then zeros (skipped).
+
+        Host-read split sizes and collectives: `set_expert_parallel` puts it under `torch.compiler.disable`, so
+        a compiled block runs it eagerly between its graphs."""
+
+        def compute(x_MD: torch.Tensor, local_counts: list[int]) -> torch.Tensor:
+            if grouped:
+                return self._grouped(x_MD, torch.tensor(local_counts, device=x_MD.device), w_gu, w_dn)
+            return self._loop(x_MD, local_counts, w_gu, w_dn)
+
+        y_routed = dispatch_and_combine(x_ND, order, counts, self.expert_parallel, compute)
+        skipped = x_ND.new_zeros((x_ND.shape[0] - y_routed.shape[0], w_dn.shape[1]))
+        return torch.cat((y_routed, skipped))
+
     def _grouped(
         self, x_ND: torch.Tensor, counts: torch.Tensor, w_gu: torch.Tensor, w_dn: torch.Tensor
     ) -> torch.Tensor:
-        offsets = torch.cumsum(counts[: self.num_experts], dim=0).to(torch.int32)
+        """Rows grouped by expert (counts per expert of `w_*`; rows past them, the skipped pairs, are zero)."""
+        offsets = torch.cumsum(counts[: w_gu.shape[0]], dim=0).to(torch.int32)
         routed = (torch.arange(x_ND.shape[0], device=x_ND.device) < offsets[-1])[:, None]
         x_ND = torch.where(routed, x_ND, 0.0)
         h = _grouped_mm(x_ND, w_gu.transpose(-2, -1), offs=offsets)
@@ -134,10 +172,11 @@ class ZayaExperts(nn.Module):
         y = _grouped_mm(F.silu(gate) * up, w_dn.transpose(-2, -1), offs=offsets)
         return torch.where(routed, y, 0.0)
 
-    def _loop(self, x_ND: torch.Tensor, counts: torch.Tensor, w_gu: torch.Tensor, w_dn: torch.Tensor) -> torch.Tensor:
+    def _loop(self, x_ND: torch.Tensor, counts: list[int], w_gu: torch.Tensor, w_dn: torch.Tensor) -> torch.Tensor:
+        """`_grouped` with one matmul per expert (host counts)."""
         outputs = []
-        for e, chunk in enumerate(x_ND.split(counts.tolist())):
-            if e == self.num_experts:  # skipped pairs: no compute
+        for e, chunk in enumerate(x_ND.split(counts)):
+            if e >= w_gu.shape[0]:  # skipped pairs: no compute
                 outputs.append(torch.zeros_like(chunk))
                 continue
             gate, up = (chunk @ w_gu[e].T).chunk(2, dim=-1)

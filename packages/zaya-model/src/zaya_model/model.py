@@ -25,6 +25,7 @@ from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
 from zaya_model.context_parallel import ContextParallel, check_chunk_len, group_mean_loss
 from zaya_model.errors import ZayaModelError
+from zaya_model.expert_parallel import ExpertParallel, set_model_expert_parallel
 from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, ZayaExperts
 from zaya_model.layers import ZayaEmbeddingScaling, ZayaResidualScaling, ZayaRMSNorm, rope_cos_sin, rope_inv_freq
 from zaya_model.loss import cross_entropy_chunk, fused_linear_cross_entropy
@@ -121,6 +122,7 @@ class ZayaForCausalLM(nn.Module):
         self.token_loss = fused_linear_cross_entropy
         self.register_buffer("rope_inv_freq", rope_inv_freq(config.rotary_dim, config.rope_theta), persistent=False)
         self.context_parallel: ContextParallel | None = None
+        self.expert_parallel: ExpertParallel | None = None
         self.reset_parameters()
 
     # ---------------------------------------------------------------- init
@@ -159,6 +161,11 @@ class ZayaForCausalLM(nn.Module):
         self.context_parallel = cp
         for layer in self.layers:
             layer.attn.context_parallel = cp
+
+    def set_expert_parallel(self, ep: ExpertParallel | None) -> None:
+        """Dispatch every MoE layer's routed pairs over an EP group (None: off); each rank's experts must
+        already be its E / ep slice (zaya-train's parallelize slices them). See expert_parallel.py."""
+        set_model_expert_parallel(self, ep)
 
     def new_cache(self, batch_size: int, max_len: int, dtype: torch.dtype | None = None) -> ZayaCache:
         """An empty decode cache on the model's device."""

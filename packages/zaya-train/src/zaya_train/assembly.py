@@ -14,6 +14,7 @@ import torch
 from zaya_train.data.pipeline import PreparedData
 from zaya_train.data.sampler_slot import SamplerSlot
 from zaya_train.distributed import DistributedContext, parallel_mesh, parallelize, resolve_compile
+from zaya_train.distributed.expert_parallel import checkpoint_layout
 from zaya_train.hooks import TrainerHook
 from zaya_train.metrics import MetricsWriter
 from zaya_train.optim import build_optimizer
@@ -69,7 +70,8 @@ def assemble_trainer(
                                      recipe=recipe.name, zero1=zero1)  # fmt: skip
             root = Path(train.checkpoint.dir) if train.checkpoint.dir else run_dir / "checkpoints"
             cp = train.checkpoint
-            checkpoints = CheckpointManager(root, keep_last=cp.keep_last, async_save=cp.async_save, parts=parts)
+            checkpoints = CheckpointManager(root, keep_last=cp.keep_last, async_save=cp.async_save, parts=parts,
+                                            layout=checkpoint_layout(ctx))  # fmt: skip
             opened.append(checkpoints)
         if train.eval.downstream.tasks:  # lm-eval tasks during training (the `eval` extra)
             from zaya_train.evals.hook import DownstreamEvalHook

@@ -24,6 +24,7 @@ from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
 from zaya_train.data.tokenizer_files import TOKENIZER_DIR, save_tokenizer_folder
 from zaya_train.distributed import DistributedContext, check_context_parallel, init_distributed
+from zaya_train.distributed.expert_parallel import check_model_expert_parallel
 from zaya_train.errors import ZayaTrainError
 from zaya_train.recipe import RecipeConfig
 from zaya_train.trainer import Trainer
@@ -148,6 +149,7 @@ def _assemble(objects: dict[str, Any], run_dir: Path, cache_dir: Path, ctx: Dist
     torch.manual_seed(train.seed)
     with torch.device(ctx.device):  # initialised where it trains: 40 layers are 35 GB of fp32 to draw and copy
         model = build_model(model_cfg)
+    check_model_expert_parallel(model, ctx.expert_parallel)
     check_recipe(recipe, train, int(model.max_positions), ctx.world_size, model.config.conv_state_len)
     progress = logging_cfg.progress if logging_cfg else True
     data = prepare_data(train.data, cache_dir, is_rank0=ctx.is_rank0, barrier=ctx.barrier, progress=progress)

@@ -101,7 +101,7 @@ class OptimizerConfig(ValidatedConfig):
 
 @dataclass
 class DistributedConfig(ValidatedConfig):
-    """Data and context parallelism: one code path from one CPU process to many GPUs under torchrun."""
+    """Data, context and expert parallelism: one code path from one CPU process to many GPUs under torchrun."""
 
     strategy: str = "auto"  # auto (single when one process, else ddp) | single | ddp | fsdp
     backend: str = "auto"  # auto (nccl on CUDA, else gloo) | gloo | nccl
@@ -111,11 +111,30 @@ class DistributedConfig(ValidatedConfig):
     # ranks that split each sequence (context parallelism, zigzag chunks); must divide the world size, the
     # rest is data parallelism (world = dp x cp). A recipe phase may set its own (phases[i].context_parallel).
     context_parallel: int = 1
+    # ranks the experts are split over (expert parallelism, all-to-all dispatch): each holds num_experts / N of
+    # them; must divide the world size and model.num_experts. The same ranks keep their own rows of the batch.
+    expert_parallel: int = 1
+    # fsdp: HSDP, FSDP2 over a replicate x shard mesh: parameters sharded within world / N ranks, replicated
+    # across N such groups (1: plain FSDP over every rank)
+    data_parallel_replicate: int = 1
 
     def validate_fields(self) -> None:
-        """Known strategy and backend, a positive context-parallel size."""
+        """Known strategy and backend, positive parallel sizes, combinations that exist."""
         one_of("strategy", self.strategy, ("auto", "single", "ddp", "fsdp"))
         positive("context_parallel", self.context_parallel)
+        positive("expert_parallel", self.expert_parallel)
+        positive("data_parallel_replicate", self.data_parallel_replicate)
+        if self.data_parallel_replicate > 1 and self.strategy != "fsdp":
+            raise invalid(
+                "data_parallel_replicate", self.data_parallel_replicate, "1 unless strategy is fsdp (HSDP is FSDP2's)"
+            )
+        if self.zero1 and self.expert_parallel > 1:
+            raise invalid(
+                "zero1",
+                self.zero1,
+                "false with expert_parallel > 1 (ZeRO-1 partitions whole parameters over every "
+                "rank; the experts live on their EP ranks): use strategy=fsdp to shard the optimizer state",
+            )
         one_of("backend", self.backend, ("auto", "gloo", "nccl"))
         positive("timeout_s", self.timeout_s)
 

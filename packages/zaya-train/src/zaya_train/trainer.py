@@ -38,7 +38,14 @@ from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData
 from zaya_train.data.sampler import MixtureSampler, validation_windows
 from zaya_train.data.sampler_slot import SamplerSlot
-from zaya_train.distributed import DistributedContext, ParallelMesh, parallel_mesh, set_gradient_sync
+from zaya_train.distributed import (
+    DistributedContext,
+    ParallelMesh,
+    clip_grad_norm,
+    finish_gradients,
+    parallel_mesh,
+    set_gradient_sync,
+)
 from zaya_train.errors import ZayaTrainError
 from zaya_train.hooks import TrainerHook, check_hooks
 from zaya_train.metrics import MetricsWriter, StepTimer, mfu, plot_run
@@ -221,10 +228,9 @@ class Trainer:
             # group's sequences, to be summed over the group: x cp gives the DP average of the CP sums.
             (loss * self.mesh.cp / n_micro).backward()
             loss_sum += loss.detach()
+        finish_gradients(self.model, self.ctx)  # DDP with expert parallelism: the experts' reduction
         max_norm = self.cfg.grad_clip if self.cfg.grad_clip > 0 else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
-        if hasattr(grad_norm, "full_tensor"):
-            grad_norm = grad_norm.full_tensor()
+        grad_norm = clip_grad_norm(self.model.parameters(), max_norm)
         loss_mean = self.ctx.all_reduce_sum(loss_sum / n_micro) / self.ctx.world_size
         if timer is not None:
             timer.mark("backward")
@@ -483,8 +489,8 @@ class Trainer:
         n = self.cfg.eval.sample_tokens
         if n <= 0 or not hasattr(self.model, "generate"):
             return None
-        if self.ctx.strategy != "fsdp" and not self.ctx.is_rank0:
-            return None  # unsharded weights: rank 0 alone can generate, with no collectives
+        if self.ctx.strategy != "fsdp" and self.ctx.expert_parallel == 1 and not self.ctx.is_rank0:
+            return None  # unsharded weights: rank 0 alone can generate, with no collectives (FSDP, EP: all ranks)
         ev = self.cfg.eval
         # Compiled blocks would recompile for every cache position: decode eagerly.
         stance = torch.compiler.set_stance("force_eager") if self.compiled else contextlib.nullcontext()

@@ -91,10 +91,18 @@ class DcpReader(CheckpointReader):
         self.index.hf_config = (self.sidecar or {}).get("hf_config")
 
     def _train_layout(self) -> ParallelLayout | None:
-        """A zaya-train folder records its world size; it is data parallel, FSDP when tensors are sharded."""
+        """A zaya-train folder records its world size, and its layout when the experts are split (expert
+        parallelism: `layout` in the manifest); without one it is data parallel, FSDP when tensors are sharded."""
         manifest = find_manifest(self.path)
         if manifest is None or not isinstance(manifest.get("world_size"), int) or manifest["world_size"] < 1:
             return None
+        if isinstance(manifest.get("layout"), dict):
+            try:
+                return ParallelLayout.from_dict(manifest["layout"])
+            except (ReshapeError, TypeError, ValueError) as err:
+                raise ReshapeError(
+                    f"{self.path / 'manifest.json'}: `layout` {manifest['layout']!r} is invalid ({err})"
+                ) from None
         return ParallelLayout(dp=manifest["world_size"], fsdp=any(len(c) > 1 for c in self._chunks.values()))
 
     def _storage(self, name: str, key: MetadataIndex) -> _StorageInfo:

@@ -4,7 +4,10 @@ A SIGKILL during a save, a full disk or a bad copy leaves files that `torch.load
 without complaint (a truncated shard can deserialize into garbage); checking size and hash first turns
 that into a clear "this file is bad, using the previous checkpoint". The file is JSON with one-space
 indents and sorted keys: `{"created_unix", "files": {relative path: {"sha256", "size_bytes"}}, "format",
-"step", "world_size"}`, format `zaya-train-checkpoint/1`.
+"step", "world_size"}`, format `zaya-train-checkpoint/1`, and, for a checkpoint whose tensors are split other
+than by data parallelism alone, `"layout"`: the parallel layout that wrote it in ckpt-reshape's `ParallelLayout`
+keys (`{"dp": 4, "ep": 2, "fsdp": false}`: 4 ranks, the experts split over EP groups of 2), which ckpt-reshape
+reads instead of guessing it from the world size (an older manifest without it is data parallel).
 """
 
 import hashlib
@@ -41,8 +44,12 @@ class ManifestProblem:
         return f"{self.path}: {self.reason}"
 
 
-def write_manifest(folder: Path, step: int, world_size: int, *, durable: bool = True) -> dict:
-    """Hash every file under `folder` and write `manifest.json` there atomically; return the manifest."""
+def write_manifest(
+    folder: Path, step: int, world_size: int, *, durable: bool = True, layout: dict | None = None
+) -> dict:
+    """Hash every file under `folder` and write `manifest.json` there atomically; return the manifest.
+
+    `layout`: the parallel layout to record (module docstring), or None for none."""
     folder = Path(folder)
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST_NAME):
@@ -54,6 +61,8 @@ def write_manifest(folder: Path, step: int, world_size: int, *, durable: bool = 
         "created_unix": time.time(),
         "files": files,
     }
+    if layout is not None:
+        manifest["layout"] = dict(layout)
     write_text_atomic(folder / MANIFEST_NAME, json.dumps(manifest, indent=1, sort_keys=True), durable=durable)
     return manifest
 

@@ -70,6 +70,13 @@ class ZayaDecoder:
         check_sampling(temperature, top_p)
         if kernels not in KERNELS:
             raise ZayaModelError(f"kernels={kernels!r} is not one of {', '.join(KERNELS)}")
+        if getattr(model, "expert_parallel", None) is not None:  # every step reads its all-to-all splits on the host
+            if cuda_graph or kernels != "torch":
+                raise ZayaModelError(
+                    "an expert-parallel model decodes step by step with the torch kernels (its all-to-all split "
+                    "sizes are read on the host every step); pass cuda_graph=False, kernels='torch'"
+                )
+            cuda_graph = False
         weight = model.embed.weight
         self.model, self.device = model, weight.device
         self.cache = ZayaStaticCache(model.config, batch_size, max_len, self.device, weight.dtype)

@@ -85,11 +85,14 @@ class CheckpointManager:
         keep_last: int = 3,
         async_save: bool = False,
         parts: Mapping[str, Stateful] | None = None,
+        layout: dict | None = None,
     ) -> None:
+        """`layout`: the parallel layout each manifest records for ckpt-reshape (None: data parallel only)."""
         if keep_last < 1:
             raise CheckpointError(f"keep_last = {keep_last}; keep at least 1 checkpoint (set keep_last >= 1)")
         self.root = Path(root)
         self.parts: dict[str, Stateful] = dict(parts or {})
+        self.layout = layout
         self.keep_last = keep_last
         self.async_save = async_save
         self.distributed = dist.is_available() and dist.is_initialized()
@@ -153,7 +156,7 @@ class CheckpointManager:
 
     def _commit(self, step: int, tmp: Path) -> None:
         """Rank 0: manifest, rename, move `latest`, prune. Every shard is on disk once DCP's save returns."""
-        write_manifest(tmp, step=step, world_size=self.world_size)
+        write_manifest(tmp, step=step, world_size=self.world_size, layout=self.layout)
         fsync_path(tmp)
         final = self.root / step_dir_name(step)
         if final.exists():  # an uncommitted leftover of a killed run reaching the same step

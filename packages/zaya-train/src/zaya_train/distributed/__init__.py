@@ -1,7 +1,10 @@
-"""Process groups from torchrun's environment, the dp x cp mesh, and data parallelism (DDP, FSDP2) applied after build."""
+"""Process groups from torchrun's environment, the dp x cp mesh, the expert mesh (EP), and data parallelism (DDP,
+FSDP2, HSDP) applied after build."""
 
+from zaya_train.distributed.grad_norm import clip_grad_norm
 from zaya_train.distributed.mesh import ParallelMesh, check_context_parallel, parallel_mesh
 from zaya_train.distributed.parallelize import (
+    finish_gradients,
     parallelize,
     resolve_compile,
     set_gradient_sync,
@@ -13,6 +16,8 @@ __all__ = [
     "DistributedContext",
     "ParallelMesh",
     "check_context_parallel",
+    "clip_grad_norm",
+    "finish_gradients",
     "init_distributed",
     "parallel_mesh",
     "parallelize",

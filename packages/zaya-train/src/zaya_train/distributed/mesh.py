@@ -47,6 +47,29 @@ def check_context_parallel(world_size: int, cp: int, key: str = "train.distribut
         )
 
 
+def check_mesh(world_size: int, cp: int, ep: int, replicate: int) -> None:
+    """The world must split into whole HSDP replicas, each of whole EP and CP groups (one line naming the key).
+
+    The ranks in order: replica (HSDP, outermost), then the shard group's ranks, of which an EP group and a
+    CP group are each `ep` / `cp` neighbouring ones (rank % ep is the EP rank, as ckpt-reshape numbers it)."""
+    if replicate < 1 or world_size % replicate:
+        raise ZayaTrainError(
+            f"train.distributed.data_parallel_replicate = {replicate} does not divide the world size {world_size}; "
+            "use a divisor of it (HSDP: world = replicas x shard group)"
+        )
+    shard = world_size // replicate
+    where = f"the world size {world_size}"
+    if replicate > 1:
+        where = f"the HSDP shard group ({shard} = world size {world_size} / data_parallel_replicate {replicate})"
+    if ep < 1 or shard % ep:
+        raise ZayaTrainError(
+            f"train.distributed.expert_parallel = {ep} does not divide {where}; use a divisor of it "
+            "(expert-data-parallel x expert-parallel ranks must make the world)"
+        )
+    if shard % cp:
+        raise ZayaTrainError(f"train.distributed.context_parallel = {cp} does not divide {where}; use a divisor of it")
+
+
 def parallel_mesh(ctx: "DistributedContext", cp: int) -> ParallelMesh:
     """The dp x cp mesh of this world (made once per cp: creating its groups is collective, so every rank
     asks for the same cp at the same point, as phases switch at the same step on every rank)."""

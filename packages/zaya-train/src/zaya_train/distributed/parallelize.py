@@ -139,9 +139,16 @@ def parallelize(
     compile_backend: str = "inductor",
     activation_checkpointing: str = "none",
 ) -> nn.Module:
-    """Checkpoint, compile and wrap `model` for the context's strategy; returns the module to call."""
+    """Split the experts (EP), checkpoint, compile and wrap `model` for the context's strategy; returns the
+    module to call."""
     blocks = transformer_blocks(model)
     check_activation_checkpointing(model, activation_checkpointing)
+    experts: list[nn.Module] = []
+    if ctx.expert_parallel > 1:  # first, as torchtitan applies TP/EP before checkpointing, compile and FSDP
+        from zaya_train.distributed.expert_parallel import apply_expert_parallel, expert_mesh, expert_modules
+
+        apply_expert_parallel(model, expert_mesh(ctx))
+        experts = expert_modules(model)
     if activation_checkpointing != "none":
         apply_activation_checkpointing(blocks, activation_checkpointing)
     if compile:
@@ -150,21 +157,51 @@ def parallelize(
         from torch.nn.parallel import DistributedDataParallel
 
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+        if experts:  # their gradients are reduced over the expert-data-parallel group (reduce_expert_gradients)
+            from zaya_train.distributed.expert_parallel import expert_parameter_names
+
+            DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(model, expert_parameter_names(model))
         # Buffers (router balancing biases) are updated identically on every rank; no need to broadcast them.
         return DistributedDataParallel(model, device_ids=device_ids, broadcast_buffers=False)
     if ctx.strategy == "fsdp":
-        from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-        mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
+        mesh = data_parallel_mesh(ctx)
         mp = MixedPrecisionPolicy(
             param_dtype=torch.bfloat16 if precision == "bf16" else None, reduce_dtype=torch.float32
         )
+        for unit in experts:  # own units over the experts' mesh; the block's unit then skips their parameters
+            fully_shard(unit, mesh=ctx.expert_mesh.fsdp_mesh, mp_policy=mp, reshard_after_forward=reshard_after_forward)
+            unit.set_gradient_divide_factor(float(ctx.world_size))  # the average every other parameter takes
+            # gloo has no PREMUL_SUM (NCCL's scaled sum): sum, then divide. Not on a shard group of one rank, where
+            # FSDP2 (torch 2.13) divides its copy by the factor and would then divide again after the sum.
+            if ctx.device.type != "cuda" and ctx.expert_mesh.fsdp_mesh.size(-1) > 1:
+                unit.set_force_sum_reduction_for_comms(True)
         for block in blocks:
             fully_shard(block, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard_after_forward)
         fully_shard(model, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard_after_forward)
         return model
     return model
+
+
+def data_parallel_mesh(ctx: DistributedContext) -> Any:
+    """FSDP2's mesh: every rank (1-D), or replicate x shard (HSDP, `data_parallel_replicate` > 1: sharded within
+    world / R neighbouring ranks, replicated across the R groups; torchtitan's dp_replicate x dp_shard)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    replicate = ctx.data_parallel_replicate
+    if replicate == 1:
+        return init_device_mesh(ctx.device.type, (ctx.world_size,))
+    shape = (replicate, ctx.world_size // replicate)
+    return init_device_mesh(ctx.device.type, shape, mesh_dim_names=("dp_replicate", "dp_shard"))
+
+
+def finish_gradients(model: nn.Module, ctx: DistributedContext) -> None:
+    """After a step's last backward: what the wrapper does not reduce itself (DDP with EP: the experts)."""
+    if ctx.strategy == "ddp" and ctx.expert_mesh is not None:
+        from zaya_train.distributed.expert_parallel import reduce_expert_gradients
+
+        reduce_expert_gradients(model, ctx.expert_mesh, ctx.world_size)
 
 
 def set_gradient_sync(wrapped: nn.Module, enabled: bool) -> None:

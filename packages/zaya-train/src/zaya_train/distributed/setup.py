@@ -26,6 +26,9 @@ class DistributedContext:
     initialized_here: bool = False
     context_parallel: int = 1  # train.distributed.context_parallel: ranks per sequence (distributed/mesh.py)
     meshes: dict[int, Any] = field(default_factory=dict, repr=False)  # cp -> ParallelMesh, made once each
+    expert_parallel: int = 1  # train.distributed.expert_parallel: ranks the experts split over (expert_parallel.py)
+    data_parallel_replicate: int = 1  # train.distributed.data_parallel_replicate: HSDP replicas (fsdp)
+    expert_mesh: Any = field(default=None, repr=False)  # the ExpertMesh, made by parallelize when ep > 1
 
     @property
     def is_rank0(self) -> bool:
@@ -85,7 +88,10 @@ def init_distributed(cfg: "DistributedConfig", device: str = "auto") -> Distribu
         initialized_here = True
     if dist.is_initialized():
         world, rank = dist.get_world_size(), dist.get_rank()
-    from zaya_train.distributed.mesh import check_context_parallel
+    from zaya_train.distributed.mesh import check_context_parallel, check_mesh
 
     check_context_parallel(world, cfg.context_parallel)
-    return DistributedContext(rank, local_rank, world, dev, strategy, initialized_here, cfg.context_parallel)
+    check_mesh(world, cfg.context_parallel, cfg.expert_parallel, cfg.data_parallel_replicate)
+    return DistributedContext(rank, local_rank, world, dev, strategy, initialized_here, cfg.context_parallel,
+                              expert_parallel=cfg.expert_parallel,
+                              data_parallel_replicate=cfg.data_parallel_replicate)  # fmt: skip

@@ -65,6 +65,28 @@ def newton_schulz(
     return x.reshape(g.shape).to(g.dtype)
 
 
+def _local(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The local tensors of DTensors (in place views), plain tensors as they are: the elementwise steps run on
+    them, so one foreach call takes parameters of every mesh (expert parallelism mixes them) and plain ones."""
+    return [t.to_local() if hasattr(t, "to_local") else t for t in tensors]
+
+
+def _whole_matrices(placement: Any) -> bool:
+    """A placement that leaves every matrix of a stack whole: replicated, or cut along the stack's dim 0 (Shard(0),
+    and the strided dim-0 shards FSDP2 makes of an EP shard)."""
+    return placement.is_replicate() or (getattr(placement, "dim", None) == 0 and not placement.is_partial())
+
+
+def _mesh_group(mesh: Any) -> Any:
+    """The process group over every rank of `mesh`: its group (1-D), or the world's when the mesh spans it (HSDP's
+    replicate x shard mesh, whose ranks all hold the gathered matrix)."""
+    if mesh.ndim == 1:
+        return mesh.get_group()
+    if mesh.size() != dist.get_world_size():
+        raise ValueError(f"Muon shares gathered matrices over a 1-D mesh or the whole world, not {mesh}")
+    return dist.group.WORLD
+
+
 def _matrices(t: torch.Tensor) -> torch.Tensor:
     """View a matrix or a stack of them as [n, rows, cols]."""
     return t.view(-1, t.shape[-2], t.shape[-1])
@@ -163,20 +185,21 @@ class Muon(Optimizer):
                 state["momentum_buffer"] = torch.zeros_like(p)
             bufs.append(state["momentum_buffer"])
         grads = [p.grad for p in params]
-        torch._foreach_lerp_(bufs, grads, 1.0 - group["momentum"])
+        local_grads, local_bufs, local_params = _local(grads), _local(bufs), _local(params)
+        torch._foreach_lerp_(local_bufs, local_grads, 1.0 - group["momentum"])
         if group["nesterov"]:
-            torch._foreach_lerp_(grads, bufs, group["momentum"])  # the update, in place of the gradient
+            torch._foreach_lerp_(local_grads, local_bufs, group["momentum"])  # the update, in place of the gradient
         else:
-            torch._foreach_copy_(grads, bufs)
+            torch._foreach_copy_(local_grads, local_bufs)
         self._orthogonalise(grads, group["ns_steps"])
         scales = [-group["lr"] * group["rms_scale"] * math.sqrt(max(p.shape[-2], p.shape[-1])) for p in params]
-        torch._foreach_mul_(grads, scales)
-        torch._foreach_mul_(params, 1.0 - group["lr"] * group["weight_decay"])
-        torch._foreach_add_(params, grads)
+        torch._foreach_mul_(local_grads, scales)
+        torch._foreach_mul_(local_params, 1.0 - group["lr"] * group["weight_decay"])
+        torch._foreach_add_(local_params, local_grads)
 
     def _orthogonalise(self, updates: list[torch.Tensor], steps: int) -> None:
         """Replace every update by its Newton-Schulz orthogonal factor, matrix by matrix, in place."""
-        from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+        from torch.distributed.tensor import DTensor, distribute_tensor
 
         local_work, shared_work = _Work(), _Work()
         if self.shard_work and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
@@ -184,11 +207,12 @@ class Muon(Optimizer):
         for u in updates:
             if not isinstance(u, DTensor):
                 (shared_work if shared_work.group is not None else local_work).add(_matrices(u))
-            elif u.ndim >= 3 and all(isinstance(pl, Shard) and pl.dim == 0 for pl in u.placements):
-                local_work.add(_matrices(u.to_local()))  # whole matrices in every shard: no communication
+            elif u.ndim >= 3 and all(_whole_matrices(pl) for pl in u.placements):
+                # whole matrices in every shard (FSDP2's expert stacks, EP's experts, both): no communication
+                local_work.add(_matrices(u.to_local()))
             else:  # a sharded 2-D matrix: gather it, share the iteration out, keep this rank's rows
                 full = u.full_tensor()
-                shared_work.group = u.device_mesh.get_group()
+                shared_work.group = _mesh_group(u.device_mesh)
                 shared_work.add(_matrices(full))
 
                 def keep_my_rows(u: DTensor = u, full: torch.Tensor = full) -> None:
@@ -248,9 +272,10 @@ class Muon(Optimizer):
         beta1, beta2 = group["betas"]
         lr, wd = group["lr"], group["weight_decay"]
         for step, ps in by_step.items():
-            grads = [p.grad for p in ps]
-            exp_avgs = [self.state[p]["exp_avg"] for p in ps]
-            exp_avg_sqs = [self.state[p]["exp_avg_sq"] for p in ps]
+            grads = _local([p.grad for p in ps])
+            exp_avgs = _local([self.state[p]["exp_avg"] for p in ps])
+            exp_avg_sqs = _local([self.state[p]["exp_avg_sq"] for p in ps])
+            ps = _local(ps)
             torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)
             torch._foreach_mul_(exp_avg_sqs, beta2)
             torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1.0 - beta2)

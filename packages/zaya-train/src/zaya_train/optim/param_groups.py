@@ -82,6 +82,13 @@ def build_optimizer(
         kwargs |= dict(momentum=cfg.momentum, nesterov=cfg.nesterov, ns_steps=cfg.ns_steps, rms_scale=cfg.rms_scale)
         kwargs |= dict(shard_work=not zero1, compile_ns=compile_ns)
         cls: type[torch.optim.Optimizer] = Muon
+    elif len({p.device_mesh if isinstance(p, DTensor) else None for p in params}) > 1:
+        # Parameters of several meshes, or DTensors and plain tensors (expert parallelism): torch's foreach
+        # kernels take one kind per call; our Muon class without Muon groups is exactly AdamW and steps local
+        # tensors, so it takes them all.
+        for group in groups:
+            group["use_muon"] = False
+        cls = Muon
     else:
         # Our Muon class without Muon groups is exactly AdamW, but torch's fused/foreach AdamW is faster.
         cls = torch.optim.AdamW
