@@ -5,7 +5,9 @@ entries linked in, `../shared` beside it), with this interpreter's bin folder fi
 `python` and `python3` are the workspace's. Three tables say what does not run as written, each with its reason:
 SETUP (installs and `make` targets: checked structurally), SKIP (GPU-only, multi-node, needs a download or the
 reader's own files, or already run as written by a named test) and SIZE (overrides appended to keep a long
-command short). A table entry that matches no command fails the test, so the tables cannot go stale.
+command short; it lives in readme_blocks.py, so a test that runs a README command in this test's place appends
+the same, `readme_blocks.sized_command`). A table entry that matches no command fails the test, so the tables
+cannot go stale.
 """
 
 import re
@@ -14,10 +16,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from readme_blocks import REPO, SHARED, Block, checkout_workdir, run_script, shell_blocks
+from readme_blocks import REPO, SHARED, SIZE, Block, checkout_workdir, run_script, shell_blocks, sized, table_entry
 
 # (README, start of a command) -> why it is not run here. Commands not listed run as written.
 SKIP = {
+    ("packages/ckpt-reshape/README.md", "python -c \"import torch, torch.distributed.checkpoint as dcp;"): "covered: "
+    "packages/ckpt-reshape/tests/test_ckpt_reshape_readme.py runs the CLI block as written (one interpreter start)",
+    ("packages/ckpt-reshape/README.md", "zaya ckpt "): "covered: test_ckpt_reshape_readme.py runs these lines as "
+    "written (their words through ckpt-reshape's typer app, the one `zaya ckpt` mounts) and checks what they print",
     ("packages/collbench/README.md", "zaya bench nccl "): "GPU-only: nccl-tests binaries, mpirun and 8 GPUs",
     ("packages/collbench/README.md", "python3 services/characterize/main.py -m "): "covered: services/characterize/"
     "tests/test_service_characterize.py runs this sweep (the same dtypes, tiny sizes) and checks the merge",
@@ -48,11 +54,21 @@ SKIP = {
     ("packages/zaya-train/README.md", "cat > my_tasks/"): "covered by test_eval_readme.py (the block above)",
     ("packages/zaya-train/README.md", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 torchrun"): "multi-process restarts "
     "under torchrun; packages/zaya-train/tests/test_train_ft_restart.py runs the same torchrun restart drill",
+    ("services/characterize/README.md", "python3 services/characterize/main.py  "): "covered: services/characterize/"
+    "tests/test_service_characterize.py runs it as written (SIZE's overrides appended) and checks every file it writes",
     ("services/characterize/README.md", "python3 services/characterize/main.py bench=h200"): "GPU-only: an H200",
+    ("services/compose/README.md", "python services/compose/main.py -m manta_hardware="): "covered: services/compose/"
+    "tests/test_service_compose.py runs it as written (SIZE's batch appended) and checks each machine's plans",
+    ("services/compose/README.md", "python services/compose/main.py prompt="): "covered: services/"
+    "compose/tests/test_service_compose.py runs it as written (SIZE's batch appended) and checks plans and images",
     ("services/compose/README.md", "python services/compose/main.py manta.catalog=/data/"): "the reader's catalog "
     "(/data/catalog.parquet)",
     ("services/compose/README.md", "python services/compose/main.py manta.catalog=my_local_models"): "needs a download: "
     "local diffusers models and LoRA files for rendering",
+    ("services/memstudy/README.md", "python services/memstudy/main.py -m memory="): "covered: services/memstudy/"
+    "tests/test_service_memstudy.py runs it as written (SIZE's overrides appended) and checks the sweep summary",
+    ("services/pretrain/README.md", "python services/pretrain/main.py  "): "covered: services/pretrain/tests/"
+    "test_service_pretrain.py runs the main job as written (SIZE's overrides appended), checks its run dir, resumes it",
     ("services/pretrain/README.md", "python services/pretrain/main.py -m train.seed="): "covered: services/pretrain/"
     "tests/test_service_pretrain.py runs this sweep (two seeds, the same tiny overrides)",
     ("services/pretrain/README.md", "torchrun --nproc_per_node 2 services/pretrain"): "covered: services/pretrain/"
@@ -63,6 +79,8 @@ SKIP = {
     ("services/pretrain/README.md", "zaya data prepare /usr/lib/python3.12"): "data for the H200 recipe below (a "
     "32768-token BPE over the whole standard library: minutes), and the path is the reader's Python",
     ("services/pretrain/README.md", "zaya run pretrain hardware=h200"): "GPU-only: an H200",
+    ("services/size/README.md", "python3 services/size/main.py -m hardware="): "covered: services/size/tests/"
+    "test_service_size.py runs it as written and checks each job's recommended config",
     ("services/size/README.md", "python3 services/size/main.py hardware=h200 model=zaya1-base sizing.measured_dir="):
     "needs the reader's characterize run dir (<characterize run dir>); services/size/tests run it on a real one",
     ("infra/README.md", "zaya run pretrain -m hydra/launcher=zaya_slurm"): "multi-node: submits a job array to Slurm "
@@ -72,37 +90,10 @@ SKIP = {
     "single_node.sh with 2 gloo processes (FSDP2)",
 }  # fmt: skip
 
-# The same knobs as the services' own tests (services/*/tests): the same commands, smaller.
-TINY_PRETRAIN = ("recipe.phases.0.tokens=49152 recipe.phases.1.tokens=16384 train.data.sources.library.max_files=60 "
-                 "train.data.sources.tests.max_files=80 train.data.val_fraction=0.15 train.eval.every_steps=12 "
-                 "train.eval.sequences=8 train.eval.sample_tokens=24 train.checkpoint.every_steps=12 "
-                 "train.eval.downstream.limit=100")  # fmt: skip
-TINY_CHARACTERIZE = ("bench.collectives.max_bytes=2K bench.collectives.iters=2 bench.gemm.square_sizes=[32,64] "
-                     "bench.gemm.quant_m=32 bench.gemm.quant_k=32 bench.gemm.quant_n_min=16 bench.gemm.quant_n_max=64 "
-                     "bench.gemm.quant_n_step=16 bench.gemm.tokens=32 bench.gemm.tokens_per_expert=8 bench.gemm.iters=2 "
-                     "bench.membw.max_bytes=64K bench.membw.iters=2 logging.progress=false")  # fmt: skip
-TINY_MEMSTUDY = "model=zaya1-tiny memstudy.sample_bytes=32768 memstudy.window_bytes=16384 logging.progress=false"
-# (README, start of a command) -> text appended to it.
-SIZE = {
-    ("services/pretrain/README.md", "python services/pretrain/main.py "): TINY_PRETRAIN,
-    ("services/characterize/README.md", "python3 services/characterize/main.py "): TINY_CHARACTERIZE,
-    ("packages/collbench/README.md", "zaya bench characterize "): TINY_CHARACTERIZE,
-    ("packages/collbench/README.md", "zaya bench collectives "): "-e 4K -n 2 -w 1",
-    ("services/memstudy/README.md", "python services/memstudy/main.py"): TINY_MEMSTUDY,
-}
-
 SETUP = ("pip install ", "make ")  # checked, not run: they change the environment (or are the whole suite)
 SLOW_BLOCKS = {"services/", "packages/manta/", "packages/collbench/", "packages/memsim/", "packages/zaya-train/"}
 
 BLOCKS = shell_blocks()
-
-
-def _match(table: dict, block: Block, command: str) -> str | None:
-    """The entry for `command`: the longest matching start wins."""
-    hits = [
-        (len(start), v) for (readme, start), v in table.items() if readme == block.readme and command.startswith(start)
-    ]
-    return max(hits, key=lambda hit: hit[0])[1] if hits else None
 
 
 def script(block: Block) -> tuple[str, list[str]]:
@@ -110,14 +101,11 @@ def script(block: Block) -> tuple[str, list[str]]:
     left out."""
     lines, left_out = [], []
     for command in block.commands:
-        why = "setup, checked structurally" if command.startswith(SETUP) else _match(SKIP, block, command)
+        why = "setup, checked structurally" if command.startswith(SETUP) else table_entry(SKIP, block.readme, command)
         if why:
             left_out.append(f"{command.splitlines()[0]}  <- {why}")
             continue
-        extra = _match(SIZE, block, command)
-        if extra:
-            command = f"{command.partition('  #')[0].rstrip()} {extra}"
-        lines.append(command)
+        lines.append(sized(block.readme, command))
     return "\n".join(lines), left_out
 
 
@@ -184,6 +172,13 @@ def test_every_table_entry_matches_a_command():
         for readme, start in table:
             commands = [c for b in BLOCKS if b.readme == readme for c in b.commands]
             assert any(c.startswith(start) for c in commands), f"stale entry: {readme}: {start!r}"
+
+
+def test_covered_entries_name_existing_tests():
+    """A SKIP reason "covered: <test path> ..." names a test file that exists (the one that runs the command)."""
+    named = [word.rstrip(",;:") for why in SKIP.values() if why.startswith("covered") for word in why.split()]
+    paths = [word for word in named if "/" in word and word.endswith(".py")]
+    assert len(paths) >= 10 and all((REPO / path).is_file() for path in paths), paths
 
 
 def test_every_readme_with_commands_is_found():

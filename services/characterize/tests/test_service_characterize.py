@@ -1,39 +1,30 @@
-"""services/characterize end to end on CPU: a real subprocess, one run and one two-job multirun."""
+"""services/characterize end to end on CPU: a real subprocess, one run (the README's first command, as written)
+and one two-job multirun."""
 
 import csv
 import json
 
 import pytest
+from readme_blocks import TINY_CHARACTERIZE, checkout_workdir, run_script_ok, sized_command
 
-TINY = [
-    "bench.collectives.collectives=[all_reduce,all_gather]",
-    "bench.collectives.max_bytes=2K",
-    "bench.collectives.iters=2",
-    "bench.gemm.square_sizes=[32,64]",
-    "bench.gemm.quant_m=32",
-    "bench.gemm.quant_k=32",
-    "bench.gemm.quant_n_min=16",
-    "bench.gemm.quant_n_max=64",
-    "bench.gemm.quant_n_step=16",
-    "bench.gemm.tokens=32",
-    "bench.gemm.tokens_per_expert=8",
-    "bench.gemm.iters=2",
-    "bench.membw.max_bytes=64K",
-    "bench.membw.iters=2",
-    "logging.progress=false",
-]
+# The README's laptop run, no override (two spaces: then its comment), with the tiny sizes
+# tests/test_readme_commands.py appends (it leaves this command to this file).
+LAPTOP = sized_command("services/characterize/README.md", "python3 services/characterize/main.py  ")
+TINY = ["bench.collectives.collectives=[all_reduce,all_gather]", *TINY_CHARACTERIZE.split()]
 
 
 @pytest.mark.slow
 @pytest.mark.distributed
-def test_characterize_writes_results_plots_and_measured_preset(run_service, tmp_path):
-    run_service("characterize", *TINY)
-    (run_dir,) = (tmp_path / "outputs" / "characterize").glob("*/*")
+def test_characterize_writes_results_plots_and_measured_preset(tmp_path):
+    work = checkout_workdir(tmp_path)
+    run_script_ok(LAPTOP, work, timeout=400)
+    (run_dir,) = (work / "outputs" / "characterize").glob("*/*")
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["measured"]["bf16_matmul_flops"] > 0 and summary["measured"]["allreduce_busbw_gbps"] > 0
     with (run_dir / "collectives.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert {r["collective"] for r in rows} == {"all_reduce", "all_gather"} and all(r["wrong"] == "0" for r in rows)
+    every = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"}  # bench/default.yaml's
+    assert {r["collective"] for r in rows} == every and all(r["wrong"] == "0" for r in rows)
     for name in (
         "collectives.zarr/zarr.json",
         "gemm.csv",

@@ -1,4 +1,6 @@
-"""services/compose end to end: the Hydra app as a real subprocess, one run and one multirun over hardware."""
+"""services/compose end to end: the Hydra app as a real subprocess, one run and one multirun over hardware; the
+README's multirun and tiny-world commands run here as written (tests/test_readme_commands.py leaves them to this
+file), with the batch it appends (readme_blocks.TINY_COMPOSE, as `run` below)."""
 
 import json
 import subprocess
@@ -6,15 +8,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from readme_blocks import TINY_COMPOSE, checkout_workdir, run_script_ok, sized_command
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
+README = "services/compose/README.md"
+PER_MACHINE = sized_command(README, "python services/compose/main.py -m manta_hardware=")
+TINY_WORLD = sized_command(README, "python services/compose/main.py prompt=")
 
 pytestmark = pytest.mark.slow
 
 
 def run(tmp_path, *overrides, multirun=False):
     flags = ["-m"] if multirun else []
-    cmd = [sys.executable, str(MAIN), *flags, f"paths.root_dir={tmp_path}", "manta.batch=2", *overrides]
+    cmd = [sys.executable, str(MAIN), *flags, f"paths.root_dir={tmp_path}", TINY_COMPOSE, *overrides]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
 
 
@@ -31,14 +37,20 @@ def test_single_run_writes_plans_summary_and_plot(tmp_path):
     assert (run_dir / "plans.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def run_as_written(tmp_path, command):
+    """`command` (the README's) in a folder that looks like the checkout; its outputs/compose."""
+    work = checkout_workdir(tmp_path)
+    run_script_ok(command, work, timeout=300)
+    return work / "outputs" / "compose"
+
+
 def test_multirun_over_hardware_profiles(tmp_path):
-    result = run(tmp_path, "manta_hardware=laptop-8gb,h200", multirun=True)
-    assert result.returncode == 0, result.stderr[-3000:]
-    jobs = sorted((tmp_path / "outputs" / "compose" / "multirun").glob("*/*/*_*"))
-    assert [j.name for j in jobs] == ["0_laptop-8gb", "1_h200"]
+    outputs = run_as_written(tmp_path, PER_MACHINE)  # the README's: laptop-8gb, desktop-24gb, h200
+    jobs = sorted((outputs / "multirun").glob("*/*/*_*"))
+    assert [j.name for j in jobs] == ["0_laptop-8gb", "1_desktop-24gb", "2_h200"]
     families = [json.loads((j / "plans.json").read_text())[0]["base_family"] for j in jobs]
-    assert families == ["sd15", "sdxl"]  # the laptop cannot hold SDXL; the H200 can
-    h200 = json.loads((jobs[1] / "summary.json").read_text())["limits"]
+    assert families == ["sd15", "sdxl", "sdxl"]  # the laptop cannot hold SDXL; the desktop and the H200 can
+    h200 = json.loads((jobs[2] / "summary.json").read_text())["limits"]
     assert h200["vram_budget_bytes"] == int(141e9 * 0.9)  # derived from zaya-config's hardware/h200
 
 
@@ -64,15 +76,7 @@ def test_render_writes_images_with_a_local_tiny_pipeline(tmp_path):
 
 
 def test_the_tiny_world_composes_and_renders(tmp_path):
-    result = run(
-        tmp_path,
-        "prompt='a blue star with stripes, watercolor'",
-        "manta.catalog=world",
-        "manta_hardware=tiny-cpu",
-        "manta_render=tiny-world",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    [run_dir] = (tmp_path / "outputs" / "compose").glob("*/*")
+    [run_dir] = run_as_written(tmp_path, TINY_WORLD).glob("*/*")
     plans = json.loads((run_dir / "plans.json").read_text())
     assert all(len(p["adapters"]) <= 2 and p["base_family"] == "tiny" for p in plans)
     # three concepts, at most two LoRAs on tiny-cpu: two of the prompt's own adapters, nothing off-prompt

@@ -1,4 +1,5 @@
-"""services/memstudy end to end: the Hydra app as a real subprocess on a tiny model and a small sample."""
+"""services/memstudy end to end: the Hydra app as a real subprocess on a tiny model and a small sample; the README's
+sweep over every standard runs here as written (tests/test_readme_commands.py leaves it to this file)."""
 
 import json
 import subprocess
@@ -6,10 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from readme_blocks import TINY_MEMSTUDY, checkout_workdir, run_script_ok, sized_command
 from zaya_model import ZayaConfig, decode_bytes_per_token
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
-SMALL = ["model=zaya1-tiny", "memstudy.sample_bytes=32768", "memstudy.window_bytes=16384", "logging.progress=false"]
+SMALL = TINY_MEMSTUDY.split()  # model=zaya1-tiny, a small sample: what test_readme_commands.py appends
+EVERY_STANDARD = sized_command("services/memstudy/README.md", "python services/memstudy/main.py -m memory=")
+JOBS = ["0_hbm3_16gb_pc", "1_hbm2_8gb_x128", "2_gddr6_8gb_x16", "3_ddr5_16gb_x8_4800", "4_ddr4_8gb_x8_3200",
+        "5_lpddr4_8gb_x16_2400"]  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -49,14 +54,15 @@ def test_single_run_reports_decode_and_prefill_against_zaya_models_accounting(tm
 
 
 def test_multirun_over_memory_standards_writes_a_sweep_summary(tmp_path):
-    result = run(tmp_path, "memory=hbm3,ddr5", "memstudy.phases=[decode]", multirun=True)
-    assert result.returncode == 0, result.stderr[-3000:]
-    [sweep] = (tmp_path / "outputs" / "memstudy" / "multirun").glob("*/*")
+    work = checkout_workdir(tmp_path)
+    run_script_ok(EVERY_STANDARD, work, timeout=300)  # -m memory=hbm3,hbm2,gddr6,ddr5,ddr4,lpddr4
+    [sweep] = (work / "outputs" / "memstudy" / "multirun").glob("*/*")
     jobs = sorted(p.name for p in sweep.glob("*_*") if p.is_dir())
-    assert jobs == ["0_hbm3_16gb_pc", "1_ddr5_16gb_x8_4800"]
+    assert jobs == JOBS
     rows = json.loads((sweep / "memstudy_sweep.json").read_text())
-    by_standard = {r["standard"]: r for r in rows}
-    assert by_standard.keys() == {"hbm3_16gb_pc", "ddr5_16gb_x8_4800"}
+    assert sorted((r["job"], r["phase"]) for r in rows) == [(j, p) for j in JOBS for p in ("decode", "prefill")]
+    by_standard = {r["standard"]: r for r in rows if r["phase"] == "decode"}
+    assert by_standard.keys() == {j.partition("_")[2] for j in JOBS}
     hbm3, ddr5 = by_standard["hbm3_16gb_pc"], by_standard["ddr5_16gb_x8_4800"]
     assert hbm3["achieved_bw_gbps"] > 4 * ddr5["achieved_bw_gbps"]
     assert hbm3["time_per_token_ns"] < ddr5["time_per_token_ns"]

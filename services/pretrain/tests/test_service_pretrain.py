@@ -1,4 +1,5 @@
-"""End to end: the pretrain service as a real subprocess on CPU, a tiny override of the main job's config."""
+"""End to end: the pretrain service as a real subprocess on CPU, a tiny override of the main job's config; the
+README's main job runs here as written (tests/test_readme_commands.py leaves it to this file)."""
 
 import json
 import subprocess
@@ -6,23 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from readme_blocks import TINY_PRETRAIN, checkout_workdir, run_script_ok, sized_command
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
-# The main job's config, shrunk: fewer steps and files, the same two phases (context extension included).
-TINY = [
-    "recipe.phases.0.tokens=49152",  # 24 steps of 16 x 128
-    "recipe.phases.1.tokens=16384",  # 4 steps of 16 x 256
-    "recipe.phases.0.schedule.warmup_fraction=0.1",
-    "train.data.sources.library.max_files=60",
-    "train.data.sources.tests.max_files=80",
-    "train.data.val_fraction=0.15",
-    "train.eval.every_steps=12",
-    "train.eval.sequences=8",
-    "train.eval.sample_tokens=24",
-    "train.checkpoint.every_steps=12",
-    "train.eval.downstream.limit=100",
-    "logging.log_every_steps=4",
-]
+# The main job's config, shrunk (the same overrides test_readme_commands.py appends to the README's commands).
+TINY = TINY_PRETRAIN.split()
+# The README's main job, no override (two spaces: then its comment), shrunk by TINY as test_readme_commands would.
+MAIN_JOB = sized_command("services/pretrain/README.md", "python services/pretrain/main.py  ")
 
 
 def _run(root: Path, *overrides: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
@@ -42,8 +33,10 @@ def _records(run_dir: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_pretrain_trains_checkpoints_samples_and_leaves_the_run_dir(tmp_path):
-    proc = _run(tmp_path)
-    (run_dir,) = (tmp_path / "outputs" / "pretrain").glob("*/*")
+    """The README's main job as written (shrunk by TINY), in a folder that looks like the checkout."""
+    work = checkout_workdir(tmp_path)
+    proc = run_script_ok(MAIN_JOB, work, timeout=600)
+    (run_dir,) = (work / "outputs" / "pretrain").glob("*/*")
     assert "--- sample after 28 steps" in proc.stdout and f"run dir: {run_dir}" in proc.stdout
     vals = [r["val_loss"] for r in _records(run_dir) if r["kind"] == "val"]
     assert vals[-1] < 0.75 * vals[0], vals  # validation loss falls clearly (from ~ln(257) = 5.5)
@@ -62,7 +55,7 @@ def test_pretrain_trains_checkpoints_samples_and_leaves_the_run_dir(tmp_path):
     assert (run_dir / "checkpoints" / "step_00000028" / "manifest.json").is_file()
     assert "optimizer:" in (run_dir / "config.yaml").read_text()  # resolved, defaults filled in
     # The same command on the same run dir resumes from the latest checkpoint: nothing left to train.
-    again = _run(tmp_path, f"hydra.run.dir={run_dir}", "train.eval.sample_tokens=0")
+    again = run_script_ok(f"{MAIN_JOB} hydra.run.dir={run_dir} train.eval.sample_tokens=0", work, timeout=600)
     assert "resumed from step 28" in again.stdout + again.stderr
     assert [r["step"] for r in _records(run_dir) if r["kind"] == "train"][-1] == 28
     assert [r["step"] for r in _records(run_dir) if r["kind"] == "downstream"] == [0, 28]  # not scored again

@@ -1,8 +1,12 @@
-"""services/size end to end on CPU: a real subprocess, one run and a multirun over two hardware profiles."""
+"""services/size end to end on CPU: a real subprocess, one run and a multirun over two hardware profiles (the
+README's, as written: tests/test_readme_commands.py leaves it to this file)."""
 
 import pytest
 import yaml
+from readme_blocks import checkout_workdir, run_script_ok, sized_command
 from zaya_model import ZayaConfig
+
+PER_HARDWARE = sized_command("services/size/README.md", "python3 services/size/main.py -m hardware=")
 
 
 @pytest.mark.slow
@@ -16,9 +20,10 @@ def test_size_writes_the_study_and_a_valid_recommended_config(run_service, tmp_p
 
 
 @pytest.mark.slow
-def test_size_multirun_over_hardware_profiles(run_service, tmp_path):
-    run_service("size", "-m", "hardware=h200,mi300x", "model=zaya1-base", "sizing=zaya1-base")
-    (sweep,) = (tmp_path / "outputs" / "size" / "multirun").glob("*/*")
+def test_size_multirun_over_hardware_profiles(tmp_path):
+    work = checkout_workdir(tmp_path)
+    run_script_ok(PER_HARDWARE, work, timeout=400)  # hardware=h200,mi300x model=zaya1-base sizing=zaya1-base
+    (sweep,) = (work / "outputs" / "size" / "multirun").glob("*/*")
     headers = [(sweep / job / "recommended_model.yaml").read_text().splitlines()[0] for job in ("0", "1")]
     assert "hardware h200" in headers[0] and "hardware mi300x" in headers[1]
 
