@@ -98,6 +98,11 @@ TINY_PRETRAIN = ("recipe.phases.0.tokens=49152 recipe.phases.1.tokens=16384 reci
                  "train.data.val_fraction=0.15 train.eval.every_steps=12 train.eval.sequences=8 "
                  "train.eval.sample_tokens=24 train.checkpoint.every_steps=12 train.eval.downstream.limit=100 "
                  "logging.log_every_steps=4")  # fmt: skip
+# The expert-parallel command (4 processes on 2 cores): 2 steps of 16 x 128 and 1 of 16 x 256, no lm-eval task.
+TINY_PRETRAIN_EP = ("recipe.phases.0.tokens=4096 recipe.phases.1.tokens=4096 train.data.sources.library.max_files=30 "
+                    "train.data.sources.tests.max_files=30 train.data.val_fraction=0.2 train.eval.every_steps=100 "
+                    "train.eval.sequences=4 train.eval.sample_tokens=8 train.eval.downstream.tasks=[] "
+                    "train.checkpoint.every_steps=2 train.plots=false logging.progress=false")  # fmt: skip
 TINY_CHARACTERIZE = ("bench.collectives.max_bytes=2K bench.collectives.iters=2 bench.gemm.square_sizes=[32,64] "
                      "bench.gemm.quant_m=32 bench.gemm.quant_k=32 bench.gemm.quant_n_min=16 bench.gemm.quant_n_max=64 "
                      "bench.gemm.quant_n_step=16 bench.gemm.tokens=32 bench.gemm.tokens_per_expert=8 bench.gemm.iters=2 "
@@ -107,6 +112,10 @@ TINY_COMPOSE = "manta.batch=2"  # two plans (and images, when rendering) instead
 # (README, start of a command) -> text appended to it.
 SIZE = {
     ("services/pretrain/README.md", "python services/pretrain/main.py "): TINY_PRETRAIN,
+    (
+        "services/pretrain/README.md",
+        "torchrun --standalone --nproc_per_node 4 services/pretrain/main.py train.distributed.expert_parallel=2",
+    ): TINY_PRETRAIN_EP,
     ("services/characterize/README.md", "python3 services/characterize/main.py "): TINY_CHARACTERIZE,
     ("packages/collbench/README.md", "zaya bench characterize "): TINY_CHARACTERIZE,
     ("packages/collbench/README.md", "zaya bench collectives "): "-e 4K -n 2 -w 1",
