@@ -28,16 +28,18 @@ def test_embeddings_are_unit_norm_and_semantic(embedder):
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
 
 
-def test_a_small_batch_is_embedded_once_and_handed_out_as_copies(embedder):
+def test_while_remembering_a_small_batch_is_embedded_once_and_handed_out_as_copies(embedder):
     fresh = TextEmbedder(embedder.path)  # its own remembered batches (the loaded model is shared)
-    texts = ["a red star", "star"]
-    first = fresh.embed(texts)
-    first[:] = 0  # a copy: what the embedder remembers is untouched
-    assert np.array_equal(fresh.embed(texts), fresh._embed(texts, progress=False)) and list(fresh._small) == [
-        tuple(texts)
-    ]
-    many = [f"text {i}" for i in range(40)]  # a catalog-sized batch is not remembered
-    assert np.array_equal(fresh.embed(many), fresh._embed(many, progress=False)) and len(fresh._small) == 1
+    texts, many = ["a red star", "star"], [f"text {i}" for i in range(40)]
+    assert fresh._small is None and np.array_equal(fresh.embed(texts), fresh._embed(texts, progress=False))
+    with fresh.remembering():
+        first = fresh.embed(texts)
+        first[:] = 0  # a copy: what the embedder remembers is untouched
+        with fresh.remembering():  # nested: the same memory
+            assert np.array_equal(fresh.embed(texts), fresh._embed(texts, progress=False))
+        assert np.array_equal(fresh.embed(many), fresh._embed(many, progress=False))  # catalog-sized: not kept
+        assert list(fresh._small) == [tuple(texts)]
+    assert fresh._small is None  # forgotten: timed compositions outside embed every time
 
 
 def test_numpy_bert_gives_sentence_transformers_embeddings(embedder):

@@ -30,9 +30,6 @@ _LOAD_LOCK = threading.Lock()
 # A prompt and its few concepts are too little work to split across threads: on a shared CPU the second
 # thread mostly waits at barriers (measured: 2 threads took 10x the wall time of 1 under load).
 SMALL_BATCH = 16
-# An evaluation composes every prompt once per system it meets (and Stylus embeds the same texts as manta): a
-# small batch's embeddings are kept, by its texts, so a prompt and its concepts are embedded once per process.
-REMEMBERED_BATCHES = 4096
 
 
 @contextmanager
@@ -115,19 +112,30 @@ class TextEmbedder:
             else:
                 self._numpy, self._model = None, _load_sentence_model(str(self.path))
         self.dim = self._numpy.dim if self._numpy else int(self._model.get_embedding_dimension())
-        self._small: dict[tuple[str, ...], np.ndarray] = {}  # texts of a small batch -> its embeddings
+        self._small: dict[tuple[str, ...], np.ndarray] | None = None  # texts of a small batch -> its rows
+
+    @contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Inside, a small batch (a prompt and its concepts) is embedded once and its rows handed out as copies:
+        an evaluation composes each prompt once per system it meets, and Stylus embeds what manta embeds.
+        Forgotten on leaving (timed compositions outside embed every time)."""
+        if self._small is not None:  # already inside
+            yield
+            return
+        self._small = {}
+        try:
+            yield
+        finally:
+            self._small = None
 
     def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        """Embed texts as rows of a unit-norm float32 matrix (shape: len(texts) x dim); a small batch (a prompt
-        and its concepts) is embedded once and its rows remembered (a copy is returned each time)."""
+        """Embed texts as rows of a unit-norm float32 matrix (shape: len(texts) x dim)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if len(texts) > SMALL_BATCH:
+        if self._small is None or len(texts) > SMALL_BATCH:
             return self._embed(texts, progress)
         key = tuple(texts)
         if key not in self._small:
-            if len(self._small) >= REMEMBERED_BATCHES:
-                self._small.pop(next(iter(self._small)))  # the oldest
             self._small[key] = self._embed(texts, progress)
         return self._small[key].copy()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,31 +112,32 @@ def evaluate(
     prompt_source: str = "",
 ) -> Evaluation:
     """Win rates of the composer against each opponent and control, and its coverage, on `prompts`."""
-    result = Evaluation(judge_name, limits.name, list(prompts), batch, prompt_source=prompt_source)
-    calibrating = hasattr(judge, "calibrate")  # a judge of rendered images: its ties are set by its own seed noise
-    firsts = list(prompts)[:CALIBRATION_PROMPTS] if calibrating else []
-    cases = [(p, composer.compose(p, limits, batch=1, seed=seed + i)[0]) for i, p in enumerate(firsts)]
-    groups = {"opponents": opponents, "controls": controls}
-    pairs = {
-        name: compose_pairs(prompts, composer, system, limits, batch=batch, seed=seed)
-        for systems in groups.values()
-        for name, system in systems.items()
-    }
-    if hasattr(judge, "prefetch"):  # every image at once: a batched backend renders those of one plan set-up together
-        batches = [plans for rows in pairs.values() for _, plans_a, plans_b in rows for plans in (plans_a, plans_b)]
-        judge.prefetch(batches, cases, CALIBRATION_SEEDS)
-    if calibrating:
-        judge.calibrate(cases, CALIBRATION_SEEDS, batch)
-        result.seed_noise = dict(judge.seed_noise)
-    if hasattr(judge, "margins"):
-        result.margins = dict(judge.margins)
-    elif hasattr(judge, "margin"):
-        result.margins = {c: judge.margin for c in CRITERIA}
-    for group, systems in groups.items():
-        for name in systems:
-            getattr(result, group)[name] = judge_pairs(pairs[name], judge, names=("manta", name), progress=progress)
-    result.coverage, result.adapters_per_image = coverage_of(composer, prompts, limits, batch, seed)
-    return result
+    with getattr(composer.embedder, "remembering", nullcontext)():  # each prompt embedded once, not per system
+        result = Evaluation(judge_name, limits.name, list(prompts), batch, prompt_source=prompt_source)
+        calibrating = hasattr(judge, "calibrate")  # a judge of rendered images: ties set by its own seed noise
+        firsts = list(prompts)[:CALIBRATION_PROMPTS] if calibrating else []
+        cases = [(p, composer.compose(p, limits, batch=1, seed=seed + i)[0]) for i, p in enumerate(firsts)]
+        groups = {"opponents": opponents, "controls": controls}
+        pairs = {
+            name: compose_pairs(prompts, composer, system, limits, batch=batch, seed=seed)
+            for systems in groups.values()
+            for name, system in systems.items()
+        }
+        if hasattr(judge, "prefetch"):  # every image at once: a batched backend renders one plan set-up's together
+            batches = [plans for rows in pairs.values() for _, plans_a, plans_b in rows for plans in (plans_a, plans_b)]
+            judge.prefetch(batches, cases, CALIBRATION_SEEDS)
+        if calibrating:
+            judge.calibrate(cases, CALIBRATION_SEEDS, batch)
+            result.seed_noise = dict(judge.seed_noise)
+        if hasattr(judge, "margins"):
+            result.margins = dict(judge.margins)
+        elif hasattr(judge, "margin"):
+            result.margins = {c: judge.margin for c in CRITERIA}
+        for group, systems in groups.items():
+            for name in systems:
+                getattr(result, group)[name] = judge_pairs(pairs[name], judge, names=("manta", name), progress=progress)
+        result.coverage, result.adapters_per_image = coverage_of(composer, prompts, limits, batch, seed)
+        return result
 
 
 def plot_evaluation(result: Evaluation, path: str | Path) -> None:
