@@ -2,7 +2,8 @@
 (NCCL's device rule, tests/strict_devices.py): EP 2 and 4 (DDP and FSDP2), EP x DP, EP x CP, HSDP and HSDP x EP
 x CP give one process's losses and gradients within 1e-5 (fp32); the all-to-all bytes of a step are what
 zaya_model.ep_traffic computes from the config and the routing; an EP 4 checkpoint is in ckpt-reshape's EP layout,
-and reshaped by ckpt-reshape to EP 2 it resumes exactly. The config checks name the key in one line.
+and reshaped by ckpt-reshape to EP 2 it resumes exactly. The config checks name the key in one line; the
+throughput benchmark (benchmarks/ep_hsdp_throughput.py) runs on two CPU processes.
 
 Three launches (one per world size: 1, 2 and 4 processes), each running its jobs in turn in the same ranks
 (train_ep_worker.py), cached by content hash like test_train_distributed.py's (tests/artifact_cache.py)."""
@@ -236,3 +237,24 @@ def test_expert_parallel_config_errors_name_the_key():
     with pytest.raises(ZayaConfigError) as err:
         DistributedConfig(strategy="ddp", zero1=True, expert_parallel=2).validate()
     one_line(err, "zero1 = True", "expert_parallel")
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_ep_hsdp_throughput_benchmark_smoke_on_two_cpu_processes(tmp_path):
+    """benchmarks/ep_hsdp_throughput.py runs (one layout, one step, zaya1-tiny on gloo): what it reports exists."""
+    packages = Path(__file__).resolve().parents[2]
+    script = packages / "zaya-train" / "benchmarks" / "ep_hsdp_throughput.py"
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(map(str, sorted(packages.glob("*/src")))),
+    }
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script), "--smoke",
+           "--only", "fsdp + ep 2", "--out", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (row,) = json.loads((tmp_path / "ep_hsdp.json").read_text())
+    assert row["layout"] == "fsdp + ep 2" and row["world_size"] == 2 and row["tokens_per_s_per_gpu"] > 0
+    assert 0 < row["all_to_all_share"] < 1 and row["all_to_all_bytes_per_gpu"] > 0
+    assert row["all_to_all_bytes_per_gpu_balanced"] > 0
