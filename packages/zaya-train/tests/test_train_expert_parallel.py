@@ -231,6 +231,12 @@ def test_expert_parallel_config_errors_name_the_key():
     with pytest.raises(ZayaTrainError) as err:
         check_model_expert_parallel(ZayaForCausalLM(ZayaConfig.from_preset("zaya1-tiny")), 8)
     one_line(err, "train.distributed.expert_parallel = 8", "model.num_experts = 4")
+    from omegaconf import OmegaConf
+    from zaya_config import validate_config
+
+    with pytest.raises(ZayaConfigError) as err:  # a misspelt key (Hydra's own override check says the same)
+        validate_config(OmegaConf.create({"train": {"distributed": {"expert_paralel": 2}}}))
+    one_line(err, "unknown key train.distributed.expert_paralel", "expert_parallel")
     with pytest.raises(ZayaConfigError) as err:
         DistributedConfig(strategy="ddp", data_parallel_replicate=2).validate()
     one_line(err, "data_parallel_replicate = 2", "strategy is fsdp")
