@@ -13,7 +13,13 @@ uncounted rounds (the machine may be shared), each after an `os.sync()`; times a
 largest seen, and the ratios to `cp` are taken within each round, then the median.
 
     python packages/ckpt-reshape/benchmarks/bench_reshape.py --out OUT [--layers 3] [--repeats 3] [--warmup 1]
-        [--only REGEX] [--smoke]
+        [--only REGEX] [--smoke] [--fork]
+
+`--fork` (for smoke checks; the recorded numbers start every child afresh): this process imports torch and
+ckpt_reshape once and every Python child but the import baseline is a fork of it running the same script, so
+no child pays for an interpreter and its imports (about 2.7 s of CPU each here). A forked child's peak RSS is
+not a fresh one's (it counts the parent's pages it maps, not imports of its own), nor is that of `cp`, whose
+high-water mark includes the moment before it replaced a fork of this larger process: read no RSS from it.
 
 Writes OUT/bench_reshape.json and OUT/bench_reshape.png and prints a table.
 """
@@ -101,17 +107,50 @@ for root, _, files in os.walk(sys.argv[2]):
 """
 
 
-def run_child(argv: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, seconds of the work itself without interpreter start-up, peak RSS bytes) of one child."""
+def _forked(code: str, args: list[str]) -> tuple[int, int]:
+    """(pid, read end of its stdout) of a fork of this process that runs `python -c code *args`'s script."""
+    sys.stdout.flush()  # nothing buffered here is written twice
+    sys.stderr.flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write)
+        return pid, read
+    os.close(read)  # the child: the script as `python -c` would run it, its stdout into the pipe
+    os.dup2(write, 1)
+    sys.argv, status = ["-c", *args], 0
+    try:
+        exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def run_child(argv: list[str], fork: bool = False) -> tuple[float, float, int, str]:
+    """(wall seconds, seconds of the work itself without interpreter start-up, peak RSS bytes, stdout) of one
+    child; `fork`: a `python -c` child runs in a fork of this process instead (see --fork)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    stdout = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    if fork and argv[:2] == [sys.executable, "-c"]:
+        pid, read = _forked(argv[2], argv[3:])
+        out = os.fdopen(read)
+    else:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        pid, out = proc.pid, proc.stdout
+    with out:
+        stdout = out.read()
+    _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"child failed ({os.waitstatus_to_exitcode(status)}): {' '.join(argv[:4])}")
     work = [float(line.split()[1]) for line in stdout.splitlines() if line.startswith("WORK_S ")]
-    return wall, (work[0] if work else wall), usage.ru_maxrss * 1024
+    return wall, (work[0] if work else wall), usage.ru_maxrss * 1024, stdout
 
 
 def folder_bytes(path: Path) -> int:
@@ -130,7 +169,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; times are medians, RSS the max")
     parser.add_argument("--warmup", type=int, default=1, help="rounds run first and not counted (cold caches)")
     parser.add_argument("--only", default=None, help="regex: run only matching conversions (cp rows always run)")
+    parser.add_argument("--fork", action="store_true", help="Python children fork this process (smoke checks)")
     args = parser.parse_args()
+    if args.fork:  # what every forked child then has without importing it (the import baseline still starts afresh)
+        exec(_BASELINE)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
@@ -145,18 +187,14 @@ def main() -> None:
         "repeats": args.repeats,
         "warmup": args.warmup,
         "only": args.only,
+        "fork": args.fork,
         "runs": {},
     }
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="bench_reshape_") as tmp:
         work = Path(tmp)
         src = work / "src.dcp"
-        gen = subprocess.run(
-            [py, "-c", _GENERATE, json.dumps(dims), str(args.layers), str(src)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        sizes = json.loads(gen.stdout.strip().splitlines()[-1])
+        *_, generated = run_child([py, "-c", _GENERATE, json.dumps(dims), str(args.layers), str(src)], args.fork)
+        sizes = json.loads(generated.strip().splitlines()[-1])
         results.update(
             largest_tensor_bytes=sizes["largest"], tensor_bytes=sizes["total"], source_bytes=folder_bytes(src)
         )
@@ -209,7 +247,7 @@ def main() -> None:
             random.Random(rep).shuffle(order)  # no job always runs right after the same other job
             for name in order:
                 os.sync()  # start each run with no dirty pages left over from the previous one
-                wall, work_s, rss = run_child(jobs[name])
+                wall, work_s, rss, _ = run_child(jobs[name], args.fork and name != "import baseline")
                 written = folder_bytes(work / outputs[name]) if name in outputs else 0
                 if kind == "round":
                     samples[name].append((wall, work_s, rss, written))
