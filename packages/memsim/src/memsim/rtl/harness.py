@@ -25,8 +25,10 @@ from memsim.rtl.generate import GeneratedRtl
 from memsim.rtl.system_verilog import port_widths
 
 # (the PyPI kit leaves verilated.mk's CFG_CXXFLAGS_PCH_I empty, which breaks designs split into several files)
+# --output-split-cfuncs: the channel's big always block is split into C++ functions of <= 3000 statements; as one
+# function g++'s combiner pass spent 60 of the DDR4 build's ~100 CPU s on it (BENCHMARKS.md, "Verilator build")
 VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "-Wno-WIDTH",
-                   "-Wno-DECLFILENAME", "-Wno-UNOPTFLAT", "-Wno-MULTIDRIVEN"]  # fmt: skip
+                   "-Wno-DECLFILENAME", "-Wno-UNOPTFLAT", "-Wno-MULTIDRIVEN", "--output-split-cfuncs", "3000"]  # fmt: skip
 # -O1: a third less compile time than -O2 and the same simulation speed (BENCHMARKS.md, "Verilator build")
 MAKE_FLAGS = ["OPT_FAST=-O1", "OPT_GLOBAL=-O1", "CFG_CXXFLAGS_PCH_I=-include"]
 
