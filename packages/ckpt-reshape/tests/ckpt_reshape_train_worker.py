@@ -1,15 +1,18 @@
 """One of three processes of test_ckpt_reshape_train_resume.py: a real zaya-train run (zaya1-tiny, FSDP2 or
-DDP + ZeRO-1 by --strategy, gloo) on 2 ranks, reshaped by `zaya ckpt convert`, resumed on 3 ranks.
+DDP + ZeRO-1, gloo) on 2 ranks, reshaped by `zaya ckpt convert`, resumed on 3 ranks, for each strategy of
+--strategies in turn (in --work/<strategy>; the tokenized data cache in --work/cache is shared).
 
 The test sets torchrun's variables (RANK, MASTER_ADDR) by hand and this script forms two real process
-groups one after the other, so each process imports torch once instead of once per world size:
-1. ranks 0 and 1 (world 2, port A) train 5 steps; after step 3 rank 0 copies the committed checkpoint
-   root (a zaya-train root of step 3) and training goes on, which gives the reference losses of steps 4-5;
-   rank 2 meanwhile waits in the second group's rendezvous;
+groups per strategy one after the other, so each process imports torch once, not once per world size and
+strategy:
+1. ranks 0 and 1 (world 2, the strategy's first port) train 5 steps; after step 3 rank 0 copies the
+   committed checkpoint root (a zaya-train root of step 3) and training goes on, which gives the reference
+   losses of steps 4-5; rank 2 meanwhile waits in the second group's rendezvous;
 2. rank 0 runs the `zaya ckpt convert` command (ckpt_reshape's typer app) on the copy to dp=3 (with FSDP for
    an FSDP2 run; replicated for ZeRO-1, whose optimizer state zaya-train saves by parameter name, as DDP);
-3. all three (world 3, port B) resume from the converted root and train to step 5.
-Rank 0 writes --out: per phase the step it started from, the full weights then, and every step's loss.
+3. all three (world 3, its second port) resume from the converted root and train to step 5.
+Rank 0 writes <strategy>/result.pt: per phase the step it started from, the full weights then, and every
+step's loss.
 """
 
 import argparse
@@ -118,24 +121,33 @@ def convert_snapshot(snapshot: Path, dst: Path, layout: str) -> str:
     return done.output
 
 
+def run_strategy(work: Path, cache: Path, rank: int, port_a: str, port_b: str, strategy: str) -> None:
+    """Phases 1-3 of one strategy in `work`."""
+    snapshot = work / "snapshot"
+    result: dict = {}
+    if rank < 2:
+        result["before"] = train(work / "run2", cache, 2, port_a, snapshot, strategy)
+        if rank == 0:
+            (work / "run3").mkdir()
+            layout = STRATEGIES[strategy][1]
+            result["convert_output"] = convert_snapshot(snapshot, work / "run3" / "checkpoints", layout)
+    result["after"] = train(work / "run3", cache, 3, port_b, None, strategy)
+    if rank == 0:
+        torch.save(result, work / "result.pt")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", type=Path, required=True)
-    parser.add_argument("--ports", required=True, help="two free ports: the 2-rank group's and the 3-rank group's")
-    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="fsdp")
+    parser.add_argument("--ports", required=True, help="two free ports per strategy: its 2-rank and 3-rank group's")
+    parser.add_argument("--strategies", default="fsdp", help=f"comma-separated, of {sorted(STRATEGIES)}")
     args = parser.parse_args()
-    rank, (port_a, port_b) = int(os.environ["RANK"]), args.ports.split(",")
-    cache, snapshot = args.work / "cache", args.work / "snapshot"
-    result: dict = {}
-    if rank < 2:
-        result["before"] = train(args.work / "run2", cache, 2, port_a, snapshot, args.strategy)
-        if rank == 0:
-            (args.work / "run3").mkdir()
-            layout = STRATEGIES[args.strategy][1]
-            result["convert_output"] = convert_snapshot(snapshot, args.work / "run3" / "checkpoints", layout)
-    result["after"] = train(args.work / "run3", cache, 3, port_b, None, args.strategy)
-    if rank == 0:
-        torch.save(result, args.work / "result.pt")
+    rank, ports, strategies = int(os.environ["RANK"]), args.ports.split(","), args.strategies.split(",")
+    if len(ports) != 2 * len(strategies) or not set(strategies) <= set(STRATEGIES):
+        raise SystemExit(f"--strategies {args.strategies!r} (of {sorted(STRATEGIES)}) needs 2 ports each")
+    for i, strategy in enumerate(strategies):
+        (args.work / strategy).mkdir(parents=True, exist_ok=True)
+        run_strategy(args.work / strategy, args.work / "cache", rank, ports[2 * i], ports[2 * i + 1], strategy)
     if dist.is_initialized():
         dist.destroy_process_group()
 

@@ -1,7 +1,8 @@
 """A zaya-train checkpoint reshaped to another world size resumes training: 2 ranks train (FSDP2, or DDP with
 ZeRO-1, whose optimizer state zaya-train saves by parameter name), `zaya ckpt convert --layout dp=3[,fsdp=1]`
 reshapes their step-3 checkpoint, 3 ranks resume from it with the source's logical weights (and, under
-ZeRO-1, its optimizer state, re-partitioned) and continue with the losses the 2-rank run had."""
+ZeRO-1, its optimizer state, re-partitioned) and continue with the losses the 2-rank run had. Both
+strategies run in one launch of the 3 processes, one after the other (the module's fixture, cached)."""
 
 import math
 import os
@@ -27,17 +28,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _launch(work: Path, world: int, strategy: str, timeout_s: float = 300) -> None:
+def _launch(work: Path, world: int, strategies: list[str], timeout_s: float = 600) -> None:
     """Start `world` ranks with torchrun's variables; fail fast (killing the rest) if any rank fails."""
-    ports = {_free_port()}
-    while len(ports) < 2:  # the 2-rank group's and the 3-rank group's stores, on distinct ports
+    ports: set[int] = set()
+    while len(ports) < 2 * len(strategies):  # each strategy's 2-rank and 3-rank group's stores, all distinct
         ports.add(_free_port())
     ports = ",".join(map(str, ports))
     procs = []
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1")
         log = open(work / f"rank{rank}.log", "w")  # noqa: SIM115  (closed below)
-        cmd = [sys.executable, str(WORKER), "--work", str(work), "--ports", ports, "--strategy", strategy]
+        cmd = [sys.executable, str(WORKER), "--work", str(work), "--ports", ports, "--strategies", ",".join(strategies)]
         procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
     deadline = time.monotonic() + timeout_s
     try:
@@ -56,11 +57,26 @@ def _launch(work: Path, world: int, strategy: str, timeout_s: float = 300) -> No
     assert all(p.returncode == 0 for p, _ in procs), (work / "rank0.log").read_text()[-4000:]
 
 
+STRATEGIES = ["fsdp", "zero1"]
+
+
+@pytest.fixture(scope="module")
+def launched() -> Path:
+    """One launch of 3 processes that runs every strategy's 2-rank run, conversion and 3-rank resume, made once
+    per content of what it runs (tests/artifact_cache.py): the xdist worker whose test comes second waits for
+    the other's launch instead of starting its own."""
+    from artifact_cache import cached_artifact
+    from trained_runs import run_dir_key
+
+    key = run_dir_key(Path(__file__).resolve().parents[1] / "src", WORKER, Path(__file__), ",".join(STRATEGIES))
+    return cached_artifact("ckpt-reshape-train-resume", key, lambda folder: _launch(folder, 3, STRATEGIES))
+
+
 @pytest.mark.distributed
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["fsdp", "zero1"])
-def test_zaya_train_checkpoint_resumes_on_another_world_size(tmp_path: Path, strategy: str):
-    _launch(tmp_path, 3, strategy)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_zaya_train_checkpoint_resumes_on_another_world_size(launched: Path, strategy: str):
+    tmp_path = launched / strategy
     result = torch.load(tmp_path / "result.pt", weights_only=True)
     before, after = result["before"], result["after"]
     fsdp = strategy == "fsdp"
