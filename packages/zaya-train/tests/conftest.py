@@ -21,6 +21,21 @@ def one_intra_op_thread(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
 
+@pytest.fixture(scope="session")
+def load_worker():
+    """Factory: load_worker(path) -> a worker script of these tests (one torchrun starts) as a module of this
+    process, to run its one-process part here."""
+    import importlib.util
+
+    def load(path: Path):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
 @pytest.fixture
 def tiny_sources():
     """Two small real sources from the standard library: the `json` and `email` packages."""

@@ -118,38 +118,46 @@ LAUNCHES = {
 }
 
 
-def _launch(folder: Path, nproc: int, jobs: dict[str, list[str]]) -> None:
-    """Run `jobs` (name -> worker arguments) in turn in one launch of `nproc` ranks (torchrun, or one plain
-    process); job `name` writes `folder/name.pt` and, unless given --run-dir, trains in `folder/run-name`."""
+def _launch(folder: Path, nproc: int, jobs: dict[str, list[str]], worker) -> None:
+    """Run `jobs` (name -> worker arguments) in turn in one launch of `nproc` ranks (torchrun; one rank: in this
+    process, `worker` being WORKER as a module); job `name` writes `folder/name.pt` and, unless given --run-dir,
+    trains in `folder/run-name`."""
     spec = folder / "jobs.json"
 
     def job(name: str, args: list[str]) -> list[str]:
         args = [re.sub(r"\{([^}]+)\}", lambda m: str(folder / m[1]), a) for a in args]
         return [*args, "--cache", str(folder / "cache"), "--out", str(folder / f"{name}.pt")]
 
-    spec.write_text(json.dumps([job(name, args) for name, args in jobs.items()]))
-    if nproc == 1:  # torchrun gives its ranks one intra-op thread each; so does this (a second would only spin)
-        cmd = [sys.executable, str(WORKER)]
-    else:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", str(WORKER)]
+    specs = [job(name, args) for name, args in jobs.items()]
+    if nproc == 1:  # no process group: the runs are trainers of this process, as make_trainer's are, on one
+        threads = torch.get_num_threads()  # intra-op thread, as torchrun gives its ranks (a second would spin)
+        torch.set_num_threads(1)
+        try:
+            for args in specs:
+                worker.run_job(worker._parser().parse_args(args))
+        finally:
+            torch.set_num_threads(threads)
+        return
+    spec.write_text(json.dumps(specs))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", str(WORKER)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([*cmd, "--jobs", str(spec)], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
 @functools.cache
-def _launch_folder(launch: str) -> Path:
+def _launch_folder(launch: str, worker) -> Path:
     """The folder of a launch's runs, built once and shared by the xdist workers and later sessions
     (tests/artifact_cache.py), keyed by the worker's source, the launch and the launches it copies from."""
     from trained_runs import cached_run, run_dir_key
 
     nproc, jobs, copies = LAUNCHES[launch]
-    sources = {src: _launch_folder(src.split("/")[0]) / src.split("/")[1] for src in copies.values()}
+    sources = {src: _launch_folder(src.split("/")[0], worker) / src.split("/")[1] for src in copies.values()}
 
     def build(folder: Path) -> None:
         for run_dir, src in copies.items():
             shutil.copytree(sources[src], folder / run_dir / "checkpoints")
-        _launch(folder, nproc, jobs)
+        _launch(folder, nproc, jobs, worker)
         shutil.rmtree(folder / "cache")  # the tokenized data: any launch that needs it tokenizes it again
 
     key = run_dir_key(WORKER, json.dumps(LAUNCHES[launch]), *sorted(str(p.parent.name) for p in sources.values()))
@@ -159,8 +167,11 @@ def _launch_folder(launch: str) -> Path:
 class Runs:
     """The runs of LAUNCHES by name; a run's launch starts the first time a test asks for one of its runs."""
 
+    def __init__(self, worker) -> None:
+        self.worker = worker  # WORKER as a module of this process (its one-process launches run here)
+
     def folder(self, launch: str) -> Path:
-        return _launch_folder(launch)
+        return _launch_folder(launch, self.worker)
 
     def result(self, name: str) -> dict:
         (launch,) = (launch for launch, (_, jobs, _) in LAUNCHES.items() if name in jobs)
@@ -168,9 +179,9 @@ class Runs:
 
 
 @pytest.fixture(scope="session")
-def runs() -> Runs:
+def runs(load_worker) -> Runs:
     """Every distributed run and its one-process reference, shared by the tests that compare them."""
-    return Runs()
+    return Runs(load_worker(WORKER))
 
 
 def _assert_match(ref: dict, got: dict) -> None:

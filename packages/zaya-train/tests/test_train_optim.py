@@ -146,19 +146,16 @@ def test_batched_muon_equals_the_per_matrix_implementation(ns_round_elements):
 
 @pytest.mark.distributed
 @pytest.mark.slow
-def test_distributed_muon_shares_the_work_and_equals_one_rank(tmp_path):
+def test_distributed_muon_shares_the_work_and_equals_one_rank(tmp_path, load_worker):
     """2 gloo ranks: under DDP-style replication and on FSDP2 DTensors each rank orthogonalises about half of the
     matrices (5 and 4 of 9), and the parameters equal the single-process run's (computed here, in this process).
     Both 2-rank modes run in one torchrun launch, one after the other on its process group."""
-    import importlib.util
     import subprocess
     import sys
     from pathlib import Path
 
     path = Path(__file__).with_name("muon_dist_worker.py")
-    spec = importlib.util.spec_from_file_location("muon_dist_worker", path)
-    worker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worker)
+    worker = load_worker(path)
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     proc = subprocess.run([*launcher, str(path), "--modes", "ddp", "fsdp", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300)  # fmt: skip

@@ -1,5 +1,6 @@
-"""A worker for the distributed tests, started by torchrun (or alone): a few real training steps of
-zaya1-tiny under the given strategy; rank 0 writes the losses and the full weights to --out.
+"""A worker for the distributed tests, started by torchrun (or alone; the tests run one-process jobs in their own
+process through `run_job`): a few real training steps of zaya1-tiny under the given strategy; rank 0 writes the
+losses and the full weights to --out.
 
 With --snapshot-at K --snapshot DIR, rank 0 copies the committed checkpoint root after step K to DIR (training
 goes on; --snapshot may be given again for more copies, such as a later job's run-dir/checkpoints: the
