@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from memsim.channel_params import ChannelParams, unsupported_scheduling
 from memsim.commands import Cmd
 from memsim.compiled import layout as L
 from memsim.compiled.library import load_library, pointer
@@ -46,6 +47,9 @@ def is_fresh(frontend) -> bool:
 
 def unsupported(spec) -> str | None:
     """What of this spec the compiled engine does not model (its runs then use the Python engine), or None."""
+    missing = unsupported_scheduling(spec)
+    if missing is not None:
+        return missing
     if spec.mode == "jedec" and spec.aggressive_precharging:
         return "aggressive precharging (jedec mode)"
     if spec.enable_self_refresh or spec.enable_power_down:
@@ -82,14 +86,15 @@ def _decode(frontend) -> tuple[np.ndarray, np.ndarray]:
 
 def _config(system, layout: L.ChannelLayout) -> np.ndarray:
     spec, c0 = system.spec, system.channels[0]
+    params = ChannelParams(spec)  # the scheduler and row policy, as the RTL takes them
     windows = np.array(c0.state.windows, dtype=np.int64).reshape(-1)
     off_start, off_idx, off_lat = _offsets_csr(c0.state._offsets)
     head = np.zeros(L.K_HEADER, dtype=np.int64)
     values = {
         L.K_NB: layout.n_banks, L.K_BPR: spec.banks, L.K_RANKS: spec.ranks, L.K_NQ: layout.n_queues,
         L.K_PER_BANK: c0.cmdq.per_bank, L.K_CQ: layout.cmd_queue, L.K_TQ: layout.trans_queue,
-        L.K_UNIFIED: c0.unified, L.K_DUAL: c0.dual_issue, L.K_FCFS: spec.scheduler == "fcfs",
-        L.K_RD_CMD: c0.column_command(False), L.K_WR_CMD: c0.column_command(True), L.K_READ_DELAY: c0.read_delay,
+        L.K_UNIFIED: c0.unified, L.K_DUAL: c0.dual_issue, L.K_FCFS: params.fcfs,
+        L.K_RD_CMD: params.read_column, L.K_WR_CMD: params.write_column, L.K_READ_DELAY: c0.read_delay,
         L.K_WRITE_DELAY: c0.write_delay, L.K_DRAIN: spec.write_drain_threshold,
         L.K_REF_POLICY: REF_POLICIES[c0.refresh.policy], L.K_REF_INTERVAL: c0.refresh.interval,
         L.K_BG: spec.bankgroups, L.K_BPG: spec.banks_per_group, L.K_NCH: spec.channels,

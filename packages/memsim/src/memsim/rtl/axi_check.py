@@ -13,13 +13,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from memsim.channel_params import ChannelParams
 from memsim.cosim import HDL_DIR
 from memsim.cosim.axi_burst import AxiBurst, BurstType
 from memsim.cosim.axi_runs import MasterRun, prepare
 from memsim.cosim.axi_traffic import LogSummary, TrafficBurst, check_log, expected_reads, initial_image
 from memsim.cosim.testbench_top import AXI_SIGNALS
 from memsim.errors import MemsimError
-from memsim.rtl.channel_params import ChannelParams, channel_params
+from memsim.rtl.channel_params import channel_params
 from memsim.rtl.generate import generate_rtl
 from memsim.rtl.harness import command_log_cpp, verilate
 from memsim.rtl.system_verilog import port_widths

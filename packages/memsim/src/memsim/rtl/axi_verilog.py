@@ -21,8 +21,8 @@ so a read burst after a write burst sees its data.
 The channels' outputs (`ch<c>_*`: commands, read responses) are passed through, for logging and checking.
 """
 
+from memsim.channel_params import ChannelParams, bits_for, log2
 from memsim.cosim.testbench_top import AXI_SIGNALS
-from memsim.rtl.channel_params import ChannelParams, bits_for, log2
 from memsim.rtl.system_verilog import address_decode, channel_outputs, port_widths
 
 

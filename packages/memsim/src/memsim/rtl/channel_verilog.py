@@ -15,8 +15,8 @@ through a port, `read_delay - 1` cycles after the column command (reads and writ
 read data comes back at memsim's completion cycle from a store with one cycle of read latency.
 """
 
+from memsim.channel_params import ChannelParams, bits_for, log2
 from memsim.commands import Cmd
-from memsim.rtl.channel_params import ChannelParams, bits_for, log2
 
 NAMES = {int(c): c.name.lower() for c in Cmd}
 

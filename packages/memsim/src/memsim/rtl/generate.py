@@ -14,8 +14,9 @@ from pathlib import Path
 
 from zaya_config.atomic import write_text_atomic
 
+from memsim.channel_params import ChannelParams
 from memsim.rtl.axi_verilog import axi_verilog
-from memsim.rtl.channel_params import ChannelParams, channel_params
+from memsim.rtl.channel_params import channel_params
 from memsim.rtl.channel_verilog import channel_verilog
 from memsim.rtl.queue_pick import QUEUE_PICK
 from memsim.rtl.system_verilog import port_widths, store_verilog, top_verilog

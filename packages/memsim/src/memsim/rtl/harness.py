@@ -18,9 +18,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from memsim.channel_params import ChannelParams
 from memsim.cosim.simulators import verilator_root
 from memsim.errors import MemsimError
-from memsim.rtl.channel_params import ChannelParams
 from memsim.rtl.generate import GeneratedRtl
 from memsim.rtl.system_verilog import port_widths
 

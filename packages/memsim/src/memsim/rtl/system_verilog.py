@@ -7,7 +7,7 @@ read latency instead. `<prefix>_top` decodes byte addresses with the part's addr
 request to its channel and gives every channel its own store: the system a trace-driven run sees.
 """
 
-from memsim.rtl.channel_params import ChannelParams, log2
+from memsim.channel_params import ChannelParams, log2
 
 PORTS = (("cmd0_valid", 1), ("cmd0_kind", 4), ("cmd0_bank", "NBB"), ("cmd0_has_addr", 1), ("cmd0_row", "ROWB"),
          ("cmd0_col", "COLB"), ("cmd1_valid", 1), ("cmd1_kind", 4), ("cmd1_bank", "NBB"), ("cmd1_has_addr", 1),

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from memsim.build_dirs import default_build_dir
+from memsim.channel_params import ChannelParams
 from memsim.checker import check_commands
 from memsim.commands import SHORT_NAMES, Cmd
 from memsim.errors import MemsimError
 from memsim.memory_system import MemorySystem
-from memsim.rtl.channel_params import ChannelParams, channel_params
+from memsim.rtl.channel_params import channel_params
 from memsim.rtl.generate import generate_rtl
 from memsim.rtl.harness import build_simulator
 from memsim.spec import DramSpec
