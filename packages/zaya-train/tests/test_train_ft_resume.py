@@ -41,11 +41,20 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict:
-    run_dir = tmp_path_factory.mktemp("reference")
-    result = _run(run_dir, cache)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return _final(run_dir)
+def reference(cache: Path) -> dict:
+    """The uninterrupted drill's final state (its hash names no path): run once and shared by every test process
+    of a session and later sessions (tests/artifact_cache.py), keyed by the training sources and the drill's
+    command line."""
+    import inspect
+
+    from trained_runs import cached_run, run_dir_key
+
+    def build(folder: Path) -> None:
+        result = _run(folder / "run", cache)
+        assert result.returncode == 0, result.stderr[-3000:]
+
+    key = run_dir_key(inspect.getsource(_drill_cmd), f"steps {STEPS} every {EVERY}")
+    return _final(cached_run("zaya-train-drill-reference", key, build) / "run")
 
 
 def _attempts(run_dir: Path) -> int:

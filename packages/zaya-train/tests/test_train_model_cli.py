@@ -1,6 +1,6 @@
-"""`zaya model generate` as a real subprocess: a trained run dir (its checkpoint, phase and tokenizer) and a
-HF folder with a tokenizer.json; the streamed text is what `model.generate` gives; clear errors (in-process, on
-the same typer app: a process start adds nothing to an argument check)."""
+"""`zaya model generate` as a real subprocess on a trained run dir (its checkpoint, phase and tokenizer): the
+streamed text is what `model.generate` gives; a HF folder with a tokenizer.json and clear errors in-process, on
+the same typer app (the run-dir test already starts the entry point; a process start adds nothing there)."""
 
 import importlib.util
 import os
@@ -109,8 +109,10 @@ def test_generate_from_a_hf_folder_with_its_tokenizer(tmp_path):
     eos = Tokenizer.from_file(str(tok_file)).token_to_id("<|endoftext|>")
     torch.manual_seed(0)
     save_hf(build_model(ZayaConfig.from_preset("zaya1-tiny", eos_token_id=eos)), tmp_path / "hf")
-    proc = _generate(str(tmp_path / "hf"), "--prompt", "def f", "-n", "8", "--temperature", "0.8", "--top-p", "0.9")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _generate_in_process(
+        str(tmp_path / "hf"), "--prompt", "def f", "-n", "8", "--temperature", "0.8", "--top-p", "0.9"
+    )
+    assert proc.exit_code == 0, (proc.stderr[-2000:], proc.exception)
     assert proc.stdout.startswith("def f") and str(tmp_path / "hf") in proc.stderr
 
 
