@@ -25,6 +25,9 @@ $(STAMP): $(SETUP_INPUTS)
 	# lock: zaya-model's fused decode kernels are tested on the CPU in Triton's interpreter).
 	grep -v -E '^(torch|nvidia-[a-z0-9-]+|cuda-[a-z-]+)==' $(VENV)/requirements.txt > $(VENV)/requirements.no-torch.txt
 	$(BIN)/python -m pip install -q -r $(VENV)/requirements.no-torch.txt
+	# memsim's C++ engine, built now with the system's compiler; without one it says so in one line and setup goes
+	# on (trace runs then use the Python engine)
+	$(BIN)/zaya memsim build-engine
 	touch $(STAMP)
 
 # Icarus Verilog for memsim's RTL co-simulation tests, g++/make/perl for its Verilator builds (Verilator

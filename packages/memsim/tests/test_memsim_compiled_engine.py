@@ -1,8 +1,15 @@
 """The compiled engine (memsim's C++ engine, through ctypes) against the Python engine: same commands, stats and
 final state; and what happens without a C++ compiler."""
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from memsim import MemorySystem, MemsimError, TraceFrontend
+from memsim.build_dirs import default_build_dir
 from memsim.compiled import available, bridge
 from memsim.fuzz import random_trace
 from memsim.presets import preset_names, preset_sections
@@ -182,3 +189,40 @@ def test_without_a_compiler_compiled_is_one_clear_line_and_python_runs(monkeypat
     auto, _ = _run(spec, trace, 10_000, "auto")
     assert python.stats()["0"]["num_reads_done"] > 0
     assert auto.issued_commands() == python.issued_commands() and auto.stats() == python.stats()
+
+
+def _setup_build_line() -> str:
+    """The line of `make setup` (the Makefile's $(STAMP) recipe) that builds the C++ engine, with $(BIN) resolved."""
+    recipe = (Path(__file__).resolve().parents[3] / "Makefile").read_text().split("$(STAMP): ", 1)[1].split("\n\n")[0]
+    lines = [line.strip() for line in recipe.splitlines() if "memsim build-engine" in line]
+    assert len(lines) == 1, recipe
+    return lines[0].replace("$(BIN)", str(Path(sys.executable).parent))
+
+
+@pytest.mark.parametrize("missing", ["CXX", "PATH"])
+def test_setup_without_a_compiler_says_so_in_one_line_and_goes_on(tmp_path: Path, missing: str) -> None:
+    """`make setup`'s engine build with no compiler (CXX names none, or PATH has none): exit 0, one line naming
+    the compiler and that trace runs use the Python engine."""
+    env = {**os.environ, "MEMSIM_BUILD_CACHE": str(tmp_path / "cache")}
+    if missing == "CXX":
+        env["CXX"] = str(tmp_path / "no-such-c++")
+    else:
+        env.pop("CXX", None)
+        env["PATH"] = str(tmp_path / "empty")  # the line names the interpreter's `zaya` by its full path
+    done = subprocess.run(
+        ["/bin/bash", "-c", _setup_build_line()], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout == "", (done.stdout, done.stderr)
+    compiler = env.get("CXX", "g++")
+    assert done.stderr == (f"memsim: C++ engine not built: no C++ compiler {compiler!r} found: apt-get install -y g++ "
+                           "(or set CXX); trace runs will use the Python engine\n")  # fmt: skip
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.so"))
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+def test_setup_builds_the_engine_where_trace_runs_load_it() -> None:
+    """With a compiler the line builds (here: finds, in the tests' build cache) the library trace runs load."""
+    done = subprocess.run(["/bin/bash", "-c", _setup_build_line()], capture_output=True, text=True, timeout=600)
+    folder = default_build_dir("native")
+    assert done.returncode == 0 and done.stdout == f"memsim: C++ engine ready in {folder}\n", done.stderr
+    assert (folder / "libmemsim_native.so").is_file() and available()

@@ -124,6 +124,16 @@ def configs() -> None:
     _console().print(table)
 
 
+@app.command("build-engine")
+def build_engine() -> None:
+    """Build memsim's C++ engine now with the system's compiler (g++, or $CXX), as `make setup` does; without a
+    compiler say so in one line and exit 0: trace runs then use the Python engine."""
+    from memsim.compiled.library import prebuild
+
+    built, line = prebuild()
+    typer.echo(line, err=not built)
+
+
 @app.command("ini")
 @reports(MemsimError)
 def ini(preset: str = typer.Argument(..., help="Preset name (see `zaya memsim configs`)")) -> None:

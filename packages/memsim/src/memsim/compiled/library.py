@@ -53,6 +53,16 @@ def why_unavailable() -> str | None:
     return None
 
 
+def prebuild() -> tuple[bool, str]:
+    """Build the C++ engine now, where trace runs look for it (`make setup` does, through `zaya memsim
+    build-engine`): (built, one line saying where, or why not; without it trace runs use the Python engine)."""
+    try:
+        load_library()
+    except MemsimError as err:
+        return False, f"memsim: C++ engine not built: {err}; trace runs will use the Python engine"
+    return True, f"memsim: C++ engine ready in {default_build_dir('native')}"
+
+
 def pointer(array) -> "ctypes._Pointer":
     """A C int64 pointer to a C-contiguous int64 numpy array (kept alive by the caller)."""
     if array.dtype.itemsize != 8 or not array.flags.c_contiguous:
