@@ -103,6 +103,21 @@ def test_render_many_batches_one_set_up_and_gives_each_seeds_image(tiny_catalog,
         assert np.abs(image - np.asarray(backend.render(p, seed), dtype=np.float32)).max() <= 1  # float rounding
 
 
+def test_fused_renders_are_the_unfused_ones_and_leave_the_weights_bit_for_bit(tiny_catalog):
+    import torch
+
+    fused = DiffusersBackend(tiny_catalog, num_steps=2, height=32, width=32, guidance_scale=1.0, fuse=True)
+    unfused = DiffusersBackend(tiny_catalog, num_steps=2, height=32, width=32, guidance_scale=1.0)
+    both = plan([("lora-red", 1.0), ("lora.blue", 0.7)])
+    unet = fused.prepare(both).unet
+    before = {k: v.clone() for k, v in unet.state_dict().items()}
+    image = render(fused, both)
+    after = unet.state_dict()
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    assert np.abs(image - render(unfused, both)).max() <= 1  # float rounding
+    assert np.abs(image - render(fused, plan([]))).max() > 0  # the LoRAs were applied
+
+
 def test_bad_plans_are_clear_errors(tiny_catalog):
     backend = DiffusersBackend(tiny_catalog, num_steps=1, height=32, width=32)
     with pytest.raises(MantaError, match="adapter 'lora-other' is for base family 'other' but the plan's base"):
