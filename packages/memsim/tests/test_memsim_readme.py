@@ -24,17 +24,27 @@ def _commands() -> list[str]:
     return [line for line in lines if line.startswith("zaya memsim")]
 
 
+def _run(command: str, cwd: Path) -> None:
+    """One README line, `zaya memsim` being memsim's app in this interpreter, in bash."""
+    memsim = f"{sys.executable} -c 'from memsim.cli import app; app()'"
+    line = command.replace("zaya memsim", memsim, 1).replace("../shared", str(SHARED))
+    env = {**os.environ, "COLUMNS": "200"}
+    done = subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, (command, done.stderr[-2000:])
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "reference" / "dramsim3-configs").is_dir(), reason=f"no {SHARED}/reference")
-def test_readme_commands_and_examples_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("group", ["runs", "cosim"])
+def test_readme_commands_and_examples_run(tmp_path: Path, group: str) -> None:
+    """In two groups that run apart: its `zaya memsim cosim` lines; its other lines, in order, then its Python
+    examples (which read what those lines wrote)."""
     commands = _commands()
     assert len(commands) >= 8, "the README's command list"
-    memsim = f"{sys.executable} -c 'from memsim.cli import app; app()'"
-    env = {**os.environ, "COLUMNS": "200"}
-    for command in commands:
-        line = command.replace("zaya memsim", memsim, 1).replace("../shared", str(SHARED))
-        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
-        assert done.returncode == 0, (command, done.stderr[-2000:])
+    for command in [c for c in commands if c.startswith("zaya memsim cosim ") == (group == "cosim")]:
+        _run(command, tmp_path)
+    if group == "cosim":
+        return
     assert (tmp_path / "out" / "stats.json").is_file() and (tmp_path / "out_gen" / "stats.json").is_file()
     code = "\n".join(re.findall(r"```python\n(.*?)```", README.read_text(), re.S))
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)

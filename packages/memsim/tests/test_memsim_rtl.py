@@ -29,6 +29,8 @@ pytestmark = [
     pytest.mark.timeout(3600),  # the first test of a part waits for its Verilator build (minutes; more on a busy machine)
 ]  # fmt: skip
 REFERENCE_CONFIGS = ("DDR4_8Gb_x8_3200", "HBM2_8Gb_x128", "LPDDR4_8Gb_x16_2400", "GDDR6_8Gb_x16")
+REFERENCE_TRACES = ("seq_read_10k", "rand_read_10k", "mixed_rw70_gap4_10k", "rand_read_gap200_1k",
+                    "seq_write_then_read_8k")  # fmt: skip
 
 
 def random_trace(config: str, n: int, seed: int, lines: int = 48, gap: int = 3) -> Trace:
@@ -159,20 +161,33 @@ def test_synth_small_part_is_clean(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "config", [pytest.param(c, marks=pytest.mark.exhaustive) if c.startswith("HBM2") else c for c in REFERENCE_CONFIGS]
-)
-def test_reference_traces_identical(reference_dir: Path, config):
+    ("config", "trace"),
+    [pytest.param(c, t, marks=[pytest.mark.exhaustive] if c.startswith("HBM2") else [], id=f"{c}-{t}")
+     for t in REFERENCE_TRACES for c in REFERENCE_CONFIGS],
+)  # fmt: skip
+def test_reference_traces_identical(reference_dir: Path, config: str, trace: str):
+    """One DRAMSim3 reference run: its config's five runs are these traces; parts alternate in collection order,
+    so two workers build two parts rather than one waiting for the other's build (the first trace is short)."""
     runs = [r for r in json.loads((reference_dir / "index.json").read_text())["runs"] if config in r["config"]]
-    assert len(runs) == 5
-    for run in runs:
-        result = verify(reference_dir / run["config"], read_trace(reference_dir / run["trace"]), run["cycles"],
-                        build_root=default_build_root())  # fmt: skip
-        assert_identical(result)
+    assert len(runs) == 5 and sorted(Path(r["trace"]).stem for r in runs) == sorted(REFERENCE_TRACES)
+    (run,) = [r for r in runs if Path(r["trace"]).stem == trace]
+    result = verify(reference_dir / run["config"], read_trace(reference_dir / run["trace"]), run["cycles"],
+                    build_root=default_build_root())  # fmt: skip
+    assert_identical(result)
+
+
+# the README's RTL lines, in three groups that run apart (each with the lines it needs first); every line is in one
+README_RTL_GROUPS = {
+    "verify": ("zaya memsim rtl ddr4_8gb_x8_3200 -o ", "zaya memsim trace ", "zaya memsim rtl verify "),
+    "synth": ("zaya memsim ini ", "zaya memsim rtl synth "),
+    "axi": ("zaya memsim ini ", "zaya memsim cosim axi-check "),
+}
 
 
 @pytest.mark.slow
-def test_readme_rtl_commands_run(tmp_path: Path):
-    """The README's `zaya memsim rtl ...` lines (and the trace line they use) run as written."""
+@pytest.mark.parametrize("group", list(README_RTL_GROUPS))
+def test_readme_rtl_commands_run(tmp_path: Path, group: str):
+    """The README's `zaya memsim rtl ...` lines (and the trace, ini and AXI lines beside them) run as written."""
     import os
     import re
     import subprocess
@@ -184,9 +199,13 @@ def test_readme_rtl_commands_run(tmp_path: Path):
     text = "\n".join(blocks).replace("\\\n", " ")  # continued lines joined
     commands = [line.split("  #")[0].strip() for line in text.splitlines() if line.strip()]
     assert sum(c.startswith("zaya memsim rtl") for c in commands) == 3
+    starts = [p for prefixes in README_RTL_GROUPS.values() for p in prefixes]
+    assert all(any(c.startswith(p) for p in starts) for c in commands), "a README line no group runs"
     memsim = f"{sys.executable} -c 'from memsim.cli import app; app()'"
-    for command in commands:
+    for command in [c for c in commands if c.startswith(README_RTL_GROUPS[group])]:
         done = subprocess.run(["bash", "-c", command.replace("zaya memsim", memsim, 1)], cwd=tmp_path, text=True,
                               capture_output=True, timeout=3600, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
         assert done.returncode == 0, (command, done.stdout[-1000:], done.stderr[-2000:])
-    assert (tmp_path / "rtl_ddr4" / "params.json").is_file() and (tmp_path / "rtl_small_synth" / "yosys.log").is_file()
+    made = {"verify": tmp_path / "rtl_ddr4" / "params.json", "synth": tmp_path / "rtl_small_synth" / "yosys.log",
+            "axi": tmp_path / "rtl_axi"}  # fmt: skip
+    assert made[group].exists()
