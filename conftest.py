@@ -34,7 +34,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Skip `gpu`-marked tests cleanly on machines without CUDA (CI never has one), and `exhaustive` ones unless
     ZAYA_EXHAUSTIVE=1 (they would take CI past its 30 minutes on 2 cores); put the slowest tests first
     (tests/slow_first.py)."""
-    order = slowest_first([item.nodeid for item in items], load_durations())
+    slow = [item.get_closest_marker("slow") is not None for item in items]
+    order = slowest_first([item.nodeid for item in items], load_durations(), slow)
     items[:] = [items[i] for i in order]
     if any(item.get_closest_marker("gpu") for item in items) and not _has_gpu():
         _skip_marked(items, "gpu", "needs a CUDA GPU")
