@@ -30,6 +30,15 @@ def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> None:
             item.add_marker(skip)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Hand tests to the xdist workers one at a time (`--maxschedchunk=1`) unless the command line says
+    otherwise. By default xdist's load scheduler first deals each worker a block of a quarter of its share
+    (~300 tests here) in collection order; with the slowest tests sorted first, one worker's first block held
+    every slow test and ran them in series while the other worker stood idle (24 min 30 s at af42607)."""
+    if getattr(config.option, "maxschedchunk", "absent") is None:
+        config.option.maxschedchunk = 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip `gpu`-marked tests cleanly on machines without CUDA (CI never has one), and `exhaustive` ones unless
     ZAYA_EXHAUSTIVE=1 (they would take CI past its 30 minutes on 2 cores); put the slowest tests first
