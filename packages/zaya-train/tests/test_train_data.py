@@ -11,10 +11,18 @@ from zaya_train.data import (
     load_tokenizer,
     prepare_data,
     train_bpe,
-    write_shard,
 )
 from zaya_train.data.corpus import iter_texts, stdlib_root
+from zaya_train.data.prepare.inputs import from_documents, plan_tasks
+from zaya_train.data.prepare.run import prepare_dataset
 from zaya_train.errors import ZayaTrainError
+
+
+def write_shard(docs, out, val_fraction, **options):
+    """The documents through the one engine (datatrove, one worker), as `zaya data prepare` runs it."""
+    prepare_dataset(plan_tasks(from_documents(docs)), TokenizerConfig(kind="byte"), out, val_fraction,
+                    workers=1, progress=False, **options)  # fmt: skip
+    return out
 
 
 def _write_docs(folder, texts):
@@ -53,7 +61,7 @@ def test_shard_layout_eos_separators_offsets_and_split(tmp_path):
     folder = _write_docs(tmp_path / "txt", texts)
     docs = list_documents(SourceConfig(path=str(folder), glob="*.txt", exclude=[]))
     tok = ByteTokenizer()
-    shard = TokenShard(write_shard(docs, tok, tmp_path / "s.zarr", val_fraction=0.25, chunk_tokens=64, progress=False))
+    shard = TokenShard(write_shard(docs, tmp_path / "s.zarr", val_fraction=0.25, chunk_tokens=64))
     train, val = shard.split("train"), shard.split("val")
     assert 0 < len(val.doc_offsets) - 1 < 40 and len(train.doc_offsets) + len(val.doc_offsets) - 2 == 40
     recovered = []
@@ -64,7 +72,7 @@ def test_shard_layout_eos_separators_offsets_and_split(tmp_path):
             recovered.append(tok.decode(ids))
     assert sorted(recovered) == sorted(texts)
     assert shard.num_tokens["train"] + shard.num_tokens["val"] == sum(len(t) + 1 for t in texts)
-    assert not (tmp_path / ".s.zarr.tmp").exists()  # built under a temporary name, renamed into place
+    assert not list((tmp_path / "s.zarr").rglob(".tmp.*"))  # built under a temporary name, renamed into place
 
 
 def test_validation_split_is_stable_across_machines_and_orders(tmp_path):
@@ -155,7 +163,7 @@ def test_sampler_refuses_unknown_sources_and_too_long_windows(tmp_path):
 def test_a_prepared_shard_is_a_source_and_a_tokenizer_mismatch_is_refused(tmp_path):
     folder = _write_docs(tmp_path / "txt", [f"text {i}\n" * 50 for i in range(20)])
     docs = list_documents(SourceConfig(path=str(folder), glob="*.txt"))
-    shard = write_shard(docs, ByteTokenizer(), tmp_path / "ready.zarr", val_fraction=0.3, progress=False)
+    shard = write_shard(docs, tmp_path / "ready.zarr", val_fraction=0.3)
     data = prepare_data(
         DataConfig(sources={"ready": SourceConfig(path=str(shard))}), tmp_path / "cache", progress=False
     )

@@ -1,9 +1,9 @@
-"""Data: tokenizers, the embedded stdlib corpus, zarr token shards, the mixture sampler."""
+"""Data: tokenizers, the embedded stdlib corpus, zarr token shards (prepared on datatrove), the mixture sampler."""
 
 from zaya_train.data.corpus import Document, list_documents, stdlib_root
 from zaya_train.data.pipeline import PreparedData, prepare_data
 from zaya_train.data.sampler import MixtureSampler, validation_windows
-from zaya_train.data.shards import TokenShard, TokenStream, write_shard
+from zaya_train.data.shards import TokenShard, TokenStream
 from zaya_train.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer, load_tokenizer, train_bpe
 
 __all__ = [
@@ -21,5 +21,4 @@ __all__ = [
     "stdlib_root",
     "train_bpe",
     "validation_windows",
-    "write_shard",
 ]

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from zaya_train.config import DataConfig, SourceConfig
+from zaya_train.config import DataConfig, SourceConfig, TokenizerConfig
 from zaya_train.data.corpus import Document, fingerprint, iter_texts, list_documents
-from zaya_train.data.shards import TokenShard, TokenStream, write_shard
-from zaya_train.data.tokenizers import Tokenizer, load_tokenizer
+from zaya_train.data.dataset import DATASET_FORMAT, INDEX, is_dataset
+from zaya_train.data.shards import TokenShard, TokenStream
+from zaya_train.data.tokenizers import HFTokenizer, Tokenizer, load_tokenizer
 
 
 @dataclass
@@ -25,19 +26,49 @@ class PreparedData:
 
 
 def is_shard(source: SourceConfig) -> bool:
-    """Whether a source is an already prepared zarr shard (read as is, no tokenizing)."""
-    return Path(source.path).suffix == ".zarr" and Path(source.path).is_dir()
+    """Whether a source is an already prepared zarr shard or dataset (read as is, no tokenizing)."""
+    path = Path(source.path)
+    return path.is_dir() and (path.suffix == ".zarr" or is_dataset(path))
 
 
 def _shard_path(
     cache: Path, name: str, source: SourceConfig, docs: list[Document], tokenizer: Tokenizer, cfg: DataConfig
 ) -> Path:
     key = json.dumps(
-        [asdict(source), fingerprint(docs), tokenizer.describe()["fingerprint"], cfg.val_fraction, cfg.chunk_tokens],
+        [
+            DATASET_FORMAT,
+            asdict(source),
+            fingerprint(docs),
+            tokenizer.describe()["fingerprint"],
+            cfg.val_fraction,
+            cfg.chunk_tokens,
+        ],
         sort_keys=True,
         default=str,
     )
     return cache / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.zarr"
+
+
+def _tokenize(
+    docs: list[Document], tokenizer: Tokenizer, path: Path, cfg: DataConfig, progress: bool, name: str
+) -> None:
+    """One source through the one engine (`zaya data prepare`'s): datatrove tasks, one shard each."""
+    from zaya_train.data.prepare.inputs import from_documents, plan_tasks
+    from zaya_train.data.prepare.run import prepare_dataset
+
+    if isinstance(tokenizer, HFTokenizer):
+        spec = TokenizerConfig(kind="file", path=str(tokenizer.path), eos_token=cfg.tokenizer.eos_token)
+    else:
+        spec = TokenizerConfig(kind="byte")
+    prepare_dataset(
+        plan_tasks(from_documents(docs)),
+        spec,
+        path,
+        cfg.val_fraction,
+        chunk_tokens=cfg.chunk_tokens,
+        progress=progress,
+        description=f"tokenizing {name}",
+    )
 
 
 def _prepare(cfg: DataConfig, cache: Path, progress: bool) -> PreparedData:
@@ -54,16 +85,8 @@ def _prepare(cfg: DataConfig, cache: Path, progress: bool) -> PreparedData:
             path = Path(src.path)
         else:
             path = _shard_path(cache, name, src, raw[name], tokenizer, cfg)
-            if not path.is_dir():
-                write_shard(
-                    raw[name],
-                    tokenizer,
-                    path,
-                    cfg.val_fraction,
-                    cfg.chunk_tokens,
-                    progress,
-                    description=f"tokenizing {name}",
-                )
+            if not (path / INDEX).is_file():  # absent, or a killed prepare to resume
+                _tokenize(raw[name], tokenizer, path, cfg, progress, name)
         shard = TokenShard(path)
         shard.check_tokenizer(tokenizer)
         train[name], val[name], paths[name] = shard.split("train"), shard.split("val"), path

@@ -4,16 +4,18 @@ split (`train`, `val`) with an index of document start offsets.
 Layout of `<name>.zarr`: `train/tokens` and `val/tokens` (uint32, chunked), `train/doc_offsets` and
 `val/doc_offsets` (uint64, n_docs + 1 entries), and group attributes describing the tokenizer, so a shard
 made with one tokenizer is never read with another. Shards are written under a temporary name and renamed
-into place, so a crash never leaves a half shard that looks whole.
+into place, so a crash never leaves a half shard that looks whole. `zaya data prepare` writes one shard per
+datatrove task into a dataset folder (dataset.py); `TokenShard` reads either.
 """
 
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from zaya_config.atomic import write_dir_atomic
 
-from zaya_train.data.corpus import Document, is_validation
+from zaya_train.data.concat_tokens import ConcatTokens
+from zaya_train.data.dataset import is_dataset, read_index
 from zaya_train.data.tokenizers import Tokenizer
 from zaya_train.errors import ZayaTrainError
 
@@ -23,11 +25,11 @@ IN_MEMORY_LIMIT_BYTES = 1 << 30  # streams smaller than this are read into memor
 
 
 class _SplitWriter:
-    """Appends documents to one split, flushing to zarr in whole chunks."""
+    """Appends documents to one split, flushing to zarr in whole chunks (memory: one chunk per split)."""
 
     def __init__(self, group, split: str, chunk_tokens: int) -> None:
         self.tokens = group.create_array(f"{split}/tokens", shape=(0,), dtype="uint32", chunks=(chunk_tokens,))
-        self.offsets = [0]
+        self.offsets = array("Q", [0])  # 8 bytes a document, not a Python int's 28
         self.buffer: list[np.ndarray] = []
         self.buffered = 0
         self.chunk_tokens = chunk_tokens
@@ -46,53 +48,48 @@ class _SplitWriter:
 
     def close(self, group, split: str) -> None:
         self.flush()
-        arr = np.asarray(self.offsets, dtype=np.uint64)
+        arr = np.frombuffer(self.offsets, dtype=np.uint64)
         offsets = group.create_array(
             f"{split}/doc_offsets", shape=arr.shape, dtype="uint64", chunks=(max(len(arr), 1),)
         )
         offsets[:] = arr
 
 
-def write_shard(
-    docs: list[Document],
-    tokenizer: Tokenizer,
-    out: Path,
-    val_fraction: float,
-    chunk_tokens: int = 1 << 16,
-    progress: bool = True,
-    description: str = "tokenizing",
-) -> Path:
-    """Tokenize `docs` into a shard at `out` (atomic: built beside it, then swapped in; `zaya_config.atomic`)."""
-    import zarr
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+class ShardBuilder:
+    """Fills one shard folder (a temporary one: `write_dir_atomic` renames it) document by document.
 
-    def fill(tmp: Path) -> None:
-        group = zarr.open_group(str(tmp), mode="w")
-        writers = {split: _SplitWriter(group, split, chunk_tokens) for split in SPLITS}
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-        with Progress(*columns, disable=not progress, transient=True) as bar:
-            task = bar.add_task(description, total=len(docs))
-            for doc in docs:
-                ids = tokenizer.encode(doc.read())
-                if ids.size and int(ids.max()) >= tokenizer.vocab_size:
-                    raise ZayaTrainError(
-                        f"tokenizer produced id {int(ids.max())} >= its vocab_size {tokenizer.vocab_size}"
-                    )
-                split = "val" if is_validation(doc.name, val_fraction) else "train"
-                writers[split].add(np.append(ids, np.uint32(tokenizer.eos_id)))
-                bar.advance(task)
-        for split, writer in writers.items():
-            writer.close(group, split)
-        group.attrs.update(
-            {
-                "format": FORMAT,
-                "tokenizer": tokenizer.describe(),
-                "num_docs": {s: len(w.offsets) - 1 for s, w in writers.items()},
-                "num_tokens": {s: w.offsets[-1] for s, w in writers.items()},
-            }
-        )
+    Why a builder and not a function over a document list: the datatrove writer step feeds it from a stream.
+    """
 
-    return write_dir_atomic(Path(out), fill)
+    def __init__(self, folder: Path, tokenizer: dict, chunk_tokens: int = 1 << 16) -> None:
+        import zarr
+
+        self.group = zarr.open_group(str(folder), mode="w")
+        self.tokenizer = tokenizer
+        self.writers = {split: _SplitWriter(self.group, split, chunk_tokens) for split in SPLITS}
+
+    def add(self, ids: np.ndarray, split: str) -> None:
+        """Append one document's ids (EOS already at its end) to `split`."""
+        self.writers[split].add(ids)
+
+    def close(self) -> dict:
+        """Write the offsets and the attributes; returns them (num_docs, num_tokens per split)."""
+        for split, writer in self.writers.items():
+            writer.close(self.group, split)
+        attrs = {
+            "format": FORMAT,
+            "tokenizer": self.tokenizer,
+            "num_docs": {s: len(w.offsets) - 1 for s, w in self.writers.items()},
+            "num_tokens": {s: int(w.offsets[-1]) for s, w in self.writers.items()},
+        }
+        self.group.attrs.update(attrs)
+        return attrs
+
+
+def check_ids(ids: np.ndarray, vocab_size: int) -> None:
+    """Refuse ids outside the tokenizer's vocabulary (a tokenizer.json whose added tokens lie past it)."""
+    if ids.size and int(ids.max()) >= vocab_size:
+        raise ZayaTrainError(f"tokenizer produced id {int(ids.max())} >= its vocab_size {vocab_size}")
 
 
 @dataclass
@@ -117,34 +114,37 @@ class TokenStream:
 
 
 class TokenShard:
-    """A prepared shard opened for reading."""
+    """A prepared shard, or a prepared dataset (dataset.py: one shard per task), opened for reading: each
+    split is one stream, the shards concatenated in task order."""
 
     def __init__(self, path: Path) -> None:
-        import zarr
-
         self.path = Path(path)
         if not self.path.is_dir():
             raise ZayaTrainError(f"token shard {self.path} does not exist; run `zaya data prepare` to make it")
-        try:
-            self._group = zarr.open_group(str(self.path), mode="r")
-            attrs = dict(self._group.attrs)
-        except Exception as err:
-            raise ZayaTrainError(f"{self.path} is not a readable zarr token shard: {err}") from None
-        if attrs.get("format") != FORMAT:
-            raise ZayaTrainError(
-                f"{self.path} is not a zaya token shard (format {attrs.get('format')!r}, "
-                f"expected {FORMAT!r}); make it with `zaya data prepare`"
-            )
+        if is_dataset(self.path):
+            index = read_index(self.path)
+            self._groups = [_open_shard(self.path / entry["path"]) for entry in index["shards"]]
+            attrs = index
+        else:
+            group = _open_shard(self.path)
+            self._groups, attrs = [group], dict(group.attrs)
         self.tokenizer: dict = attrs["tokenizer"]
         self.num_tokens: dict[str, int] = attrs["num_tokens"]
+        self.num_docs: dict[str, int] = attrs["num_docs"]
 
     def split(self, name: str) -> TokenStream:
         """The `train` or `val` stream (in memory when small enough, else read from zarr per window)."""
-        tokens = self._group[f"{name}/tokens"]
-        offsets = np.asarray(self._group[f"{name}/doc_offsets"][:])
-        if tokens.shape[0] * 4 <= IN_MEMORY_LIMIT_BYTES:
-            tokens = np.asarray(tokens[:])
-        return TokenStream(tokens, offsets)
+        parts = [group[f"{name}/tokens"] for group in self._groups]
+        offsets, base = [np.zeros(1, dtype=np.uint64)], 0
+        for group in self._groups:
+            own = np.asarray(group[f"{name}/doc_offsets"][:])
+            offsets.append(own[1:] + np.uint64(base))
+            base += int(own[-1])
+        if base * 4 <= IN_MEMORY_LIMIT_BYTES:
+            tokens = np.concatenate([np.asarray(p[:]) for p in parts]) if parts else np.zeros(0, np.uint32)
+        else:
+            tokens = parts[0] if len(parts) == 1 else ConcatTokens(parts)
+        return TokenStream(tokens, np.concatenate(offsets))
 
     def check_tokenizer(self, tokenizer: Tokenizer) -> None:
         """Refuse a shard written with a different tokenizer than the run's."""
@@ -154,3 +154,20 @@ class TokenShard:
                 f"shard {self.path} was tokenized with {self.tokenizer}, but the run uses {mine}; "
                 "re-prepare the shard or configure the matching train.data.tokenizer"
             )
+
+
+def _open_shard(path: Path):
+    """One shard's zarr group, checked to be ours."""
+    import zarr
+
+    try:
+        group = zarr.open_group(str(path), mode="r")
+        attrs = dict(group.attrs)
+    except Exception as err:
+        raise ZayaTrainError(f"{path} is not a readable zarr token shard: {err}") from None
+    if attrs.get("format") != FORMAT:
+        raise ZayaTrainError(
+            f"{path} is not a zaya token shard (format {attrs.get('format')!r}, "
+            f"expected {FORMAT!r}); make it with `zaya data prepare`"
+        )
+    return group

@@ -22,6 +22,7 @@ class Tokenizer(Protocol):
     eos_id: int
 
     def encode(self, text: str) -> np.ndarray: ...
+    def encode_batch(self, texts: list[str]) -> list[np.ndarray]: ...
     def decode(self, ids: Iterable[int]) -> str: ...
     def describe(self) -> dict: ...
 
@@ -35,6 +36,10 @@ class ByteTokenizer:
     def encode(self, text: str) -> np.ndarray:
         """Token ids (uint32) of the UTF-8 bytes of `text`."""
         return np.frombuffer(text.encode("utf-8", errors="replace"), dtype=np.uint8).astype(np.uint32)
+
+    def encode_batch(self, texts: list[str]) -> list[np.ndarray]:
+        """`encode` of each text (the data pipeline tokenizes in batches)."""
+        return [self.encode(text) for text in texts]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of the byte tokens; EOS and out-of-range ids are dropped."""
@@ -74,6 +79,10 @@ class HFTokenizer:
     def encode(self, text: str) -> np.ndarray:
         """Token ids (uint32) of `text`, without special tokens added."""
         return np.asarray(self._tok.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
+
+    def encode_batch(self, texts: list[str]) -> list[np.ndarray]:
+        """`encode` of each text in one call into the Rust library (its thread pool, if enabled)."""
+        return [np.asarray(e.ids, dtype=np.uint32) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of the ids."""
