@@ -24,6 +24,7 @@ from torch import nn
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
 from zaya_model.context_parallel import ContextParallel, chunk_attention, exchange_halo, gather_sequence
+from zaya_model.documents import DocumentLayout
 from zaya_model.layers import apply_partial_rope
 
 
@@ -54,16 +55,25 @@ class ZayaCCAttention(nn.Module):
         self.context_parallel: ContextParallel | None = None
 
     # ---------------------------------------------------------------- CCA pieces
-    def _causal_convs(self, qk_BPC: torch.Tensor) -> torch.Tensor:
-        """Depthwise then grouped causal conv over [B, P + T, C] (P past inputs in front); returns [B, T, C]."""
+    def _causal_convs(self, qk_BPC: torch.Tensor, documents: DocumentLayout | None = None) -> torch.Tensor:
+        """Depthwise then grouped causal conv over [B, P + T, C] (P past inputs in front); returns [B, T, C].
+
+        With `documents`, a tap that reaches into another document reads what a lone document's zero left
+        state gives: a zero input (depthwise), the depthwise output of zeros, its bias (grouped)."""
         B, L, C = qk_BPC.shape
         dtype = qk_BPC.dtype
         w_dw = self.conv_depthwise_weight.to(dtype)[:, 0, :]  # [C, k0]
         windows = qk_BPC.unfold(1, self.k0, 1)  # [B, L - k0 + 1, C, k0]
-        mid = (windows * w_dw).sum(-1) + self.conv_depthwise_bias.to(dtype)
+        if documents is not None:
+            windows = windows * documents.depthwise_keep_BMk[:, :, None, :].to(dtype)
+        b_dw = self.conv_depthwise_bias.to(dtype)
+        mid = (windows * w_dw).sum(-1) + b_dw
         G, d = C // self.head_dim, self.head_dim
         T = L - self.state_len
         windows = mid.view(B, -1, G, d).unfold(1, self.k1, 1)  # [B, T, G, d_in, k1]
+        if documents is not None:
+            keep = documents.grouped_keep_BTk[:, :, None, None, :]
+            windows = torch.where(keep, windows, b_dw.view(G, d, 1))
         w_g = self.conv_grouped_weight.to(dtype).view(G, d, d * self.k1)  # [G, d_out, d_in * k1]
         out = torch.einsum("btgx,gox->btgo", windows.reshape(B, T, G, d * self.k1), w_g)
         return out.reshape(B, T, C) + self.conv_grouped_bias.to(dtype)
@@ -74,18 +84,20 @@ class ZayaCCAttention(nn.Module):
         past_qk_BPC: torch.Tensor | None,
         prev_delayed_BV: torch.Tensor | None,
         conv_mask_BT: torch.Tensor | None,
+        documents: DocumentLayout | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """CCA q/k/v as [B, T, H, d], [B, T, K, d], [B, T, K, d] (before q/k norm and RoPE), and the
         recurrent state after these tokens: the last P q|k inputs [B, P, C] and the last delayed value [B, V].
 
-        past_qk / prev_delayed: that state before them (None: the start of the sequence, all-zero inputs)."""
+        past_qk / prev_delayed: that state before them (None: the start of the sequence, all-zero inputs).
+        documents: packed documents that must not see each other (documents.py)."""
         qkv = self.projection(x_BTD, conv_mask_BT)
         B = qkv.shape[0]
         if past_qk_BPC is None:
             past_qk_BPC = qkv.new_zeros(B, self.state_len, self.q_size + self.kv_size)
         if prev_delayed_BV is None:  # the token before the first one is an all-zero input: its delayed projection
             prev_delayed_BV = self.delayed_value_of_zero(qkv).expand(B, -1)
-        return self.cca(qkv, past_qk_BPC, prev_delayed_BV)
+        return self.cca(qkv, past_qk_BPC, prev_delayed_BV, documents)
 
     def projection(self, x_BTD: torch.Tensor, conv_mask_BT: torch.Tensor | None) -> torch.Tensor:
         """The fused q | k | v_current | v_delayed projection [B, T, H·d + 2·K·d] (padding tokens zeroed first)."""
@@ -94,7 +106,11 @@ class ZayaCCAttention(nn.Module):
         return self.qkv(x_BTD)
 
     def cca(
-        self, qkv: torch.Tensor, past_qk_BPC: torch.Tensor, prev_delayed_BV: torch.Tensor
+        self,
+        qkv: torch.Tensor,
+        past_qk_BPC: torch.Tensor,
+        prev_delayed_BV: torch.Tensor,
+        documents: DocumentLayout | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """`project` from the fused projection and the state before these tokens (both given)."""
         B, T, _ = qkv.shape
@@ -106,11 +122,13 @@ class ZayaCCAttention(nn.Module):
         k_res = q_res.mean(dim=3)
 
         qk_full = torch.cat((past_qk_BPC.to(qk_BTC.dtype), qk_BTC), dim=1)
-        conv = self._causal_convs(qk_full)
+        conv = self._causal_convs(qk_full, documents)
         q = conv[..., : self.q_size].view(B, T, H, d) + q_res.reshape(B, T, H, d)
         k = conv[..., self.q_size :].view(B, T, K, d) + k_res
 
         v_prev = torch.cat((prev_delayed_BV.to(v_del.dtype)[:, None], v_del[:, :-1]), dim=1)
+        if documents is not None:  # a document's first token: the delayed value before a sequence's first token
+            v_prev = torch.where(documents.starts_BT[..., None], self.delayed_value_of_zero(v_del), v_prev)
         v = torch.cat((v_cur, v_prev), dim=-1).view(B, T, K, d)
         return q, k, v, qk_full[:, qk_full.shape[1] - self.state_len :], v_del[:, -1]
 
@@ -171,16 +189,19 @@ class ZayaCCAttention(nn.Module):
         attn_mask: torch.Tensor | None,
         cache: ZayaCache | None = None,
         conv_mask_BT: torch.Tensor | None = None,
+        documents: DocumentLayout | None = None,
     ) -> torch.Tensor:
         """x [B, T, D] -> [B, T, D]. attn_mask: bool [B, 1, T, S] or None for plain causal attention.
 
-        Under context parallelism (no cache) x is this rank's two zigzag chunks and rope their global positions."""
+        Under context parallelism (no cache) x is this rank's two zigzag chunks and rope their global positions.
+        documents (no cache, no context parallelism): the conv and delayed-value masks of packed documents;
+        attn_mask then already keeps each token within its document."""
         if self.context_parallel is not None and cache is None:
             return self.forward_context_parallel(x_BTD, rope, conv_mask_BT, self.context_parallel)
         B, T, _ = x_BTD.shape
         state = cache.layers[self.layer_idx] if cache is not None else None
         past_qk, prev_delayed = (state.conv_state, state.delayed_value) if state is not None else (None, None)
-        q, k, v, next_qk, next_delayed = self.project(x_BTD, past_qk, prev_delayed, conv_mask_BT)
+        q, k, v, next_qk, next_delayed = self.project(x_BTD, past_qk, prev_delayed, conv_mask_BT, documents)
         if state is not None:
             state.conv_state, state.delayed_value = next_qk.detach().clone(), next_delayed.detach().clone()
         q, k = self.normalize_qk(q, k)

@@ -24,6 +24,7 @@ from zaya_model.balancing import all_reduce_counts, bias_step, load_fractions
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
 from zaya_model.context_parallel import ContextParallel, check_chunk_len, group_mean_loss
+from zaya_model.documents import DocumentLayout, document_layout, document_positions
 from zaya_model.errors import ZayaModelError
 from zaya_model.expert_parallel import ExpertParallel, set_model_expert_parallel
 from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, ZayaExperts
@@ -80,8 +81,9 @@ class ZayaDecoderLayer(nn.Module):
         attn_mask: torch.Tensor | None = None,
         cache: ZayaCache | None = None,
         token_mask_BT: torch.Tensor | None = None,
+        documents: DocumentLayout | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        attn_out = self.attn(self.attn_norm(resid_BTD), rope, attn_mask, cache, token_mask_BT)
+        attn_out = self.attn(self.attn_norm(resid_BTD), rope, attn_mask, cache, token_mask_BT, documents)
         resid_BTD = self.attn_residual(attn_out, resid_BTD)
         moe_out, router_state, counts = self.moe(self.moe_norm(resid_BTD), router_state, token_mask_BT)
         return self.moe_residual(moe_out, resid_BTD), router_state, counts
@@ -180,6 +182,7 @@ class ZayaForCausalLM(nn.Module):
         position_ids: torch.Tensor | None = None,
         cache: ZayaCache | None = None,
         labels: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits [B, T, V] in fp32; with `labels`, the mean next-token loss (fp32 scalar) instead.
 
@@ -187,12 +190,15 @@ class ZayaForCausalLM(nn.Module):
         position_ids: [B, T] or [T], default past + arange(T); cache: a `ZayaCache` to read and extend;
         labels: [B, T], the target of each position, already shifted (see `loss`). Trainers call the model
         (or its DDP/FSDP wrapper) with labels, so the wrapper's hooks fire and the loss takes the fused path.
+        document_ids: [B, T] integers, a document a run of equal ids, for packed windows: each document is
+        computed as if it ran alone (attention, CCA conv state, delayed value, RoPE positions; documents.py).
+        Not with a cache, position_ids or context parallelism.
         """
         if labels is not None:
             if cache is not None:
                 raise ZayaModelError("labels and cache are exclusive: the loss is for training, the cache for decoding")
-            return self.loss(input_ids, labels, attention_mask)
-        hidden = self.hidden_states(input_ids, attention_mask, position_ids, cache)
+            return self.loss(input_ids, labels, attention_mask, document_ids=document_ids)
+        hidden = self.hidden_states(input_ids, attention_mask, position_ids, cache, document_ids)
         logits = self.lm_head(self.final_norm(hidden))
         return logits.float()
 
@@ -202,6 +208,7 @@ class ZayaForCausalLM(nn.Module):
         labels: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         ignore_index: int = -100,
+        document_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Mean next-token cross-entropy, without materialising [B, T, V] fp32 logits.
 
@@ -213,7 +220,8 @@ class ZayaForCausalLM(nn.Module):
             raise ZayaModelError(
                 f"labels must have the shape of input_ids {tuple(input_ids.shape)}, got {tuple(labels.shape)}"
             )
-        hidden = self.final_norm(self.hidden_states(input_ids, attention_mask)).flatten(0, 1)
+        hidden = self.hidden_states(input_ids, attention_mask, document_ids=document_ids)
+        hidden = self.final_norm(hidden).flatten(0, 1)
         loss = self.token_loss(hidden, self.lm_head.weight, self.lm_head.bias, labels.flatten(), ignore_index)
         if self.context_parallel is not None:  # the group's mean, this rank's share of its gradient
             loss = group_mean_loss(loss, labels, ignore_index, self.context_parallel)
@@ -225,12 +233,18 @@ class ZayaForCausalLM(nn.Module):
         attention_mask: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
         cache: ZayaCache | None = None,
+        document_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The fp32 residual stream after the last block (before the final norm)."""
         if input_ids.ndim != 2:
             raise ZayaModelError(f"input_ids must be [batch, seq], got shape {tuple(input_ids.shape)}")
         B, T = input_ids.shape
         cp = self.context_parallel if cache is None else None
+        documents = None
+        if document_ids is not None:
+            self._check_documents(document_ids, (B, T), cache, position_ids, cp)
+            documents = document_layout(document_ids, self.config.cca_time0, self.config.cca_time1)
+            position_ids = document_positions(document_ids)
         if cp is not None:
             position_ids, attn_mask, token_mask = self._context_parallel_inputs(cp, attention_mask, position_ids, B, T)
         else:
@@ -242,16 +256,39 @@ class ZayaForCausalLM(nn.Module):
                 position_ids = torch.arange(past, past + T, device=input_ids.device)
             position_ids = position_ids.expand(B, T) if position_ids.ndim == 1 else position_ids
             attn_mask, token_mask = self._masks(attention_mask, B, T, past, input_ids.device)
+            if documents is not None:
+                attn_mask = documents.attention_B1TT if attn_mask is None else attn_mask & documents.attention_B1TT
         rope = rope_cos_sin(position_ids, self.rope_inv_freq)
         resid = self.embed_scaling(self.embed(input_ids))
         router_state = None
         for layer in self.layers:
-            resid, router_state, counts = layer(resid, router_state, rope, attn_mask, cache, token_mask)
+            resid, router_state, counts = layer(resid, router_state, rope, attn_mask, cache, token_mask, documents)
             if counts is not None:  # outside the block: counted once even when the block is recomputed
                 layer.moe.router.load_counts += counts
         if cache is not None:
             cache.advance(T)
         return resid
+
+    @staticmethod
+    def _check_documents(
+        document_ids: torch.Tensor,
+        shape: tuple[int, int],
+        cache: ZayaCache | None,
+        position_ids: torch.Tensor | None,
+        cp: ContextParallel | None,
+    ) -> None:
+        """Refuse document_ids where they cannot hold: their positions and masks are for one unsplit window."""
+        if tuple(document_ids.shape) != shape:
+            raise ZayaModelError(f"document_ids must be [batch, seq] = {list(shape)}, got {tuple(document_ids.shape)}")
+        if cache is not None:
+            raise ZayaModelError("document_ids are for training forwards; leave them out when decoding with a cache")
+        if position_ids is not None:
+            raise ZayaModelError("document_ids set the positions (restarting at each document); leave position_ids out")
+        if cp is not None:
+            raise ZayaModelError(
+                "document_ids are not supported under context parallelism; turn context parallelism off "
+                "or leave document_ids out"
+            )
 
     def _check_positions(self, length: int) -> None:
         if length > self.max_positions:
