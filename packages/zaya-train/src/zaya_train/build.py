@@ -44,6 +44,10 @@ def check_recipe(
         cp = phase.context_parallel or train.distributed.context_parallel
         key = f"recipe.phases[{i}].context_parallel" if phase.context_parallel else "train.distributed.context_parallel"
         check_context_parallel(world_size, cp, key)
+        if cp > 1 and train.data.document_masking:
+            raise ZayaTrainError(
+                f"{where}: train.data.document_masking is not supported with {key} = {cp}; turn one of them off"
+            )
         # a CP phase pads its sequences at the end to whole chunks (2 x cp of them)
         positions = padded_length(phase.seq_len, cp) if cp > 1 else phase.seq_len
         if positions > max_positions:

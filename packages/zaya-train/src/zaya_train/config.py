@@ -19,18 +19,26 @@ STDLIB = "stdlib"  # source path meaning "the running interpreter's standard lib
 
 @dataclass
 class SourceConfig(ValidatedConfig):
-    """One named data source: a text file, a folder of text files, a prepared `.zarr` shard, or `stdlib`."""
+    """One named data source: a text file, a folder of text files, a prepared `.zarr` shard, a Megatron
+    `.bin/.idx` prefix, or `stdlib`."""
 
     path: str = STDLIB
     glob: str = "**/*.py"
     exclude: list[str] = field(default_factory=lambda: ["**/site-packages/**"])
     max_files: int | None = None
+    # a Megatron prefix: the vocabulary and EOS id its ids came from, checked against the run's tokenizer
+    # (unnamed, every id is checked to lie below the run's vocabulary: one pass over the .bin)
+    vocab_size: int | None = None
+    eos_id: int | None = None
 
     def validate_fields(self) -> None:
-        """A path is given; the file cap is positive."""
+        """A path is given; the file cap and the vocabulary are positive, the EOS id not negative."""
         if not self.path:
-            raise invalid("path", self.path, f"a file, folder, prepared .zarr shard or {STDLIB!r}")
+            raise invalid("path", self.path, f"a file, folder, prepared .zarr shard, Megatron prefix or {STDLIB!r}")
         positive("max_files", self.max_files, optional=True)
+        positive("vocab_size", self.vocab_size, optional=True)
+        if self.eos_id is not None:
+            non_negative("eos_id", self.eos_id)
 
 
 @dataclass
@@ -62,6 +70,9 @@ class DataConfig(ValidatedConfig):
     val_fraction: float = 0.05  # share of documents held out for validation (by a hash of their name)
     cache_dir: str | None = None  # prepared shards are reused from here; default <paths.cache_dir>/data
     chunk_tokens: int = 1 << 16
+    # packed windows: each document attends, convolves and counts positions only within itself (as if it ran
+    # alone; zaya_model's document_ids). Off by default, as ZAYA1's recipe does not say.
+    document_masking: bool = False
 
     def validate_fields(self) -> None:
         """A validation split exists. (No source is a valid default here: presets add theirs, and the recipe check
@@ -218,3 +229,10 @@ class TrainConfig(ValidatedConfig):
         non_negative("grad_clip", self.grad_clip)
         positive("max_steps", self.max_steps, optional=True)
         positive("cpu_threads", self.cpu_threads, optional=True)
+        if self.data.document_masking and self.distributed.context_parallel > 1:
+            raise invalid(
+                "data.document_masking",
+                True,
+                f"false with distributed.context_parallel = {self.distributed.context_parallel} (document "
+                "masking is not implemented under context parallelism): set either to off",
+            )

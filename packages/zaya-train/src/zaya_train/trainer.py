@@ -36,7 +36,7 @@ from zaya_model.context_parallel import shard_sequence
 
 from zaya_train.config import TrainConfig
 from zaya_train.data.pipeline import PreparedData
-from zaya_train.data.sampler import MixtureSampler, validation_windows
+from zaya_train.data.sampler import MixtureSampler, validation_documents, validation_windows
 from zaya_train.data.sampler_slot import SamplerSlot
 from zaya_train.distributed import (
     DistributedContext,
@@ -105,6 +105,7 @@ class Trainer:
         self.progress = progress
         self._sampler = sampler
         self.val_windows: dict[str, np.ndarray] = {}
+        self.val_documents: dict[str, np.ndarray] = {}  # their tokens' document indices (document masking)
         self.metrics = metrics
         self.checkpoints = checkpoints
         self.resilience = resilience
@@ -141,9 +142,13 @@ class Trainer:
             sampler.load_state_dict(sampler_state)
         self._sampler.sampler = sampler
         world = self.mesh.dp  # a CP group shares its windows
-        windows = validation_windows(self.data.val, phase.seq_len, max(self.cfg.eval.sequences, world))
+        per_source = max(self.cfg.eval.sequences, world)
+        windows = validation_windows(self.data.val, phase.seq_len, per_source)
         # Every rank must run the same number of forwards (FSDP gathers per forward): a multiple of dp.
         self.val_windows = {name: w[: len(w) // world * world] for name, w in windows.items() if len(w) >= world}
+        if self.cfg.data.document_masking:
+            documents = validation_documents(self.data.val, phase.seq_len, per_source)
+            self.val_documents = {name: documents[name][: len(w)] for name, w in self.val_windows.items()}
         self.metrics.write(
             {
                 "kind": "phase",
@@ -191,27 +196,35 @@ class Trainer:
             return torch.autocast(self.ctx.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def _loss(self, module: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    def _loss(self, module: nn.Module, tokens: torch.Tensor, documents: torch.Tensor | None = None) -> torch.Tensor:
         """Mean next-token loss of a [B, T + 1] window batch through the module's fused path.
 
         Under context parallelism every rank of a CP group has the same windows and passes its zigzag chunks
-        (padded at the end to a multiple of 2·cp, padding unlabelled); the loss is then the group's mean."""
+        (padded at the end to a multiple of 2·cp, padding unlabelled); the loss is then the group's mean.
+        documents: [B, T + 1] document index of each token (train.data.document_masking; never with CP): the
+        inputs' go to the model as `document_ids`; labels are unchanged, so a document's last token (its EOS)
+        still has the next document's first token as target."""
         inputs, labels, mask = tokens[:, :-1], tokens[:, 1:], None
         cp = self.model.context_parallel if self.mesh.cp > 1 else None
         if cp is not None:
             inputs, labels, mask = shard_sequence(inputs, labels, cp)
         with self._autocast():
+            if documents is not None:
+                return module(inputs, labels=labels, document_ids=documents[:, :-1])
             if mask is None:
                 return module(inputs, labels=labels)
             return module(inputs, attention_mask=mask, labels=labels)
 
-    def train_step(self, batch: np.ndarray) -> dict[str, Any]:
-        """Forward/backward over micro-batches, clip, judge, step the optimizer, then the hooks' step events."""
+    def train_step(self, batch: np.ndarray, documents: np.ndarray | None = None) -> dict[str, Any]:
+        """Forward/backward over micro-batches, clip, judge, step the optimizer, then the hooks' step events.
+
+        documents: the document index of each token of `batch` (document masking), else None."""
         logging_now = self._logging_now()
         timer = StepTimer(self.ctx.device) if logging_now else None
         if timer is not None:
             timer.mark("start")
         tokens = torch.from_numpy(batch).to(self.ctx.device, non_blocking=True)
+        docs = None if documents is None else torch.from_numpy(documents).to(self.ctx.device, non_blocking=True)
         micro = min(self.cfg.micro_batch_size, len(tokens))
         n_micro = len(tokens) // micro
         tokens_in_step = len(batch) * (batch.shape[1] - 1) * self.mesh.dp
@@ -222,7 +235,8 @@ class Trainer:
         loss_sum = torch.zeros((), device=self.ctx.device)
         for i in range(n_micro):
             set_gradient_sync(self.wrapped, i == n_micro - 1)
-            loss = self._loss(self.wrapped, tokens[i * micro : (i + 1) * micro])
+            rows = slice(i * micro, (i + 1) * micro)
+            loss = self._loss(self.wrapped, tokens[rows], None if docs is None else docs[rows])
             loss = self.resilience.poison_loss(self.progress.step + 1, loss)
             # DDP/FSDP2 average gradients over all dp x cp ranks, but a CP rank's gradient is its share of the
             # group's sequences, to be summed over the group: x cp gives the DP average of the CP sums.
@@ -276,10 +290,13 @@ class Trainer:
         for name, windows in self.val_windows.items():
             k = len(windows) // world
             mine = torch.from_numpy(windows[rank * k : (rank + 1) * k]).to(self.ctx.device)
+            documents = self.val_documents.get(name)
+            docs = None if documents is None else torch.from_numpy(documents[rank * k : (rank + 1) * k]).to(mine.device)
             acc = torch.zeros(2, dtype=torch.float64, device=self.ctx.device)
             for i in range(0, k, micro):
                 chunk = mine[i : i + micro]
-                acc[0] += self._loss(self.model, chunk).double() * chunk[:, 1:].numel()
+                chunk_docs = None if docs is None else docs[i : i + micro]
+                acc[0] += self._loss(self.model, chunk, chunk_docs).double() * chunk[:, 1:].numel()
                 acc[1] += chunk[:, 1:].numel()
             self.ctx.all_reduce_sum(acc)  # each CP rank adds its group's numbers: the ratio is unchanged
             per_source[name] = float(acc[0] / acc[1])
@@ -454,10 +471,10 @@ class Trainer:
                 if self.recipe.phase_at(self.progress.tokens) != self.progress.phase:
                     self._enter_next()
                 # this DP rank's rows; every rank of its CP group reads the same ones (`_loss` takes its chunks)
-                batch = self.sampler.next_batch(self.global_batch_size(), self.mesh.dp_rank, self.mesh.dp)
+                batch, documents = self.next_batch()
                 for hook in self._all_hooks():
                     hook.before_step(self)
-                metrics = self.train_step(batch)
+                metrics = self.train_step(batch, documents)
                 self.end_step(metrics)
                 bar.update(self.progress, metrics["loss"], self.phase.name)
         final_val = self.evaluate()
@@ -478,6 +495,13 @@ class Trainer:
             summary["plots"] = [str(p) for p in plot_run(self.run_dir)]
         self.end_run(summary)
         return summary
+
+    def next_batch(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """This DP rank's rows of the next global batch, with their document indices under document masking."""
+        args = (self.global_batch_size(), self.mesh.dp_rank, self.mesh.dp)
+        if self.cfg.data.document_masking:
+            return self.sampler.next_batch_with_documents(*args)
+        return self.sampler.next_batch(*args), None
 
     def _enter_next(self) -> bool:
         self.enter_phase(self.recipe.phase_at(self.progress.tokens))

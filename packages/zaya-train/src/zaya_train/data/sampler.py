@@ -68,8 +68,8 @@ class MixtureSampler:
             self.drawn[name] += 1
         return picks
 
-    def next_batch(self, global_batch: int, rank: int = 0, world_size: int = 1) -> np.ndarray:
-        """This rank's rows `[global_batch / world_size, seq_len + 1]` of the next global batch."""
+    def next_rank_picks(self, global_batch: int, rank: int = 0, world_size: int = 1) -> list[tuple[str, int]]:
+        """This rank's (source, window) picks of the next global batch: its slice of `next_picks(global_batch)`."""
         if global_batch % world_size:
             raise ZayaTrainError(
                 f"global batch {global_batch} does not split over {world_size} ranks; "
@@ -77,8 +77,22 @@ class MixtureSampler:
             )
         picks = self.next_picks(global_batch)
         per_rank = global_batch // world_size
-        mine = picks[rank * per_rank : (rank + 1) * per_rank]
-        return np.stack([self.streams[name].window(w, self.seq_len) for name, w in mine])
+        return picks[rank * per_rank : (rank + 1) * per_rank]
+
+    def next_batch(self, global_batch: int, rank: int = 0, world_size: int = 1) -> np.ndarray:
+        """This rank's rows `[global_batch / world_size, seq_len + 1]` of the next global batch."""
+        return self.rows(self.next_rank_picks(global_batch, rank, world_size))
+
+    def next_batch_with_documents(
+        self, global_batch: int, rank: int = 0, world_size: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`next_batch` and the document index of every token of its rows (for train.data.document_masking)."""
+        mine = self.next_rank_picks(global_batch, rank, world_size)
+        return self.rows(mine), np.stack([self.streams[name].window_documents(w, self.seq_len) for name, w in mine])
+
+    def rows(self, picks: list[tuple[str, int]]) -> np.ndarray:
+        """The token windows `[len(picks), seq_len + 1]` of these picks."""
+        return np.stack([self.streams[name].window(w, self.seq_len) for name, w in picks])
 
     def state_dict(self) -> dict[str, Any]:
         """The exact position (plain ints, picklable), as stored in checkpoints."""
@@ -100,6 +114,22 @@ class MixtureSampler:
 
 def validation_windows(streams: dict[str, TokenStream], seq_len: int, per_source: int) -> dict[str, np.ndarray]:
     """A fixed set of held-out windows per source, evenly spaced over each validation stream."""
+    return {
+        name: np.stack([streams[name].window(w, seq_len) for w in picks])
+        for name, picks in validation_picks(streams, seq_len, per_source).items()
+    }
+
+
+def validation_documents(streams: dict[str, TokenStream], seq_len: int, per_source: int) -> dict[str, np.ndarray]:
+    """The document index of every token of `validation_windows` (for train.data.document_masking)."""
+    return {
+        name: np.stack([streams[name].window_documents(w, seq_len) for w in picks])
+        for name, picks in validation_picks(streams, seq_len, per_source).items()
+    }
+
+
+def validation_picks(streams: dict[str, TokenStream], seq_len: int, per_source: int) -> dict[str, list[int]]:
+    """The window indices `validation_windows` holds per source."""
     out = {}
     for name, stream in sorted(streams.items()):
         n = stream.num_windows(seq_len)
@@ -109,5 +139,5 @@ def validation_windows(streams: dict[str, TokenStream], seq_len: int, per_source
                 f"sequence of {seq_len + 1}; raise train.data.val_fraction or add data"
             )
         picks = np.unique(np.linspace(0, n - 1, num=min(per_source, n)).round().astype(np.int64))
-        out[name] = np.stack([stream.window(int(w), seq_len) for w in picks])
+        out[name] = [int(w) for w in picks]
     return out

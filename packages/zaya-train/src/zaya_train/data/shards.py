@@ -112,6 +112,12 @@ class TokenStream:
         start = index * seq_len
         return np.asarray(self.tokens[start : start + seq_len + 1], dtype=np.int64)
 
+    def window_documents(self, index: int, seq_len: int) -> np.ndarray:
+        """The document index (from `doc_offsets`) of each token of `window(index, seq_len)`, int64."""
+        start = index * seq_len
+        positions = np.arange(start, min(start + seq_len + 1, self.num_tokens), dtype=self.doc_offsets.dtype)
+        return np.searchsorted(self.doc_offsets, positions, side="right").astype(np.int64) - 1
+
 
 class TokenShard:
     """A prepared shard, or a prepared dataset (dataset.py: one shard per task), opened for reading: each
