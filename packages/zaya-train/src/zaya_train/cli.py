@@ -5,6 +5,7 @@ from pathlib import Path
 import typer
 from zaya_config.cli_errors import reports
 
+from zaya_train.data_formats_cli import convert_command, inspect_command  # zarr <-> Megatron .bin/.idx
 from zaya_train.errors import ZayaTrainError
 
 data_app = typer.Typer(help="Prepare training data: text -> zarr token shards.", no_args_is_help=True)
@@ -66,3 +67,7 @@ def prepare(
         f"train {shard.num_tokens['train']} tokens, val {shard.num_tokens['val']} tokens, "
         f"tokenizer {shard.tokenizer['kind']} (vocab {shard.tokenizer['vocab_size']}, eos {shard.tokenizer['eos_id']})"
     )
+
+
+data_app.command("inspect")(inspect_command)
+data_app.command("convert")(convert_command)

@@ -1,5 +1,6 @@
 """From `train.data` to ready token streams: pick or train the tokenizer, prepare (or reuse) one shard per
-source in the cache, and open their train/val splits. Rank 0 prepares while the other ranks wait.
+source in the cache (a Megatron prefix is read in place), and open their train/val splits. Rank 0 prepares
+while the other ranks wait.
 """
 
 import hashlib
@@ -11,6 +12,8 @@ from pathlib import Path
 from zaya_train.config import DataConfig, SourceConfig, TokenizerConfig
 from zaya_train.data.corpus import Document, fingerprint, iter_texts, list_documents
 from zaya_train.data.dataset import DATASET_FORMAT, INDEX, is_dataset
+from zaya_train.data.megatron_indexed import megatron_prefix
+from zaya_train.data.megatron_source import is_megatron_source, megatron_streams
 from zaya_train.data.shards import TokenShard, TokenStream
 from zaya_train.data.tokenizers import HFTokenizer, Tokenizer, load_tokenizer
 
@@ -75,12 +78,16 @@ def _prepare(cfg: DataConfig, cache: Path, progress: bool) -> PreparedData:
     raw = {
         name: list_documents(src, f"train.data.sources.{name}")
         for name, src in cfg.sources.items()
-        if not is_shard(src)
+        if not is_shard(src) and not is_megatron_source(src)
     }
     texts = (text for docs in raw.values() for text in iter_texts(docs, cfg.tokenizer.train_max_bytes))
     tokenizer = load_tokenizer(cfg.tokenizer, texts if cfg.tokenizer.kind == "bpe" else None, cache / "tokenizers")
     train, val, paths = {}, {}, {}
     for name, src in sorted(cfg.sources.items()):
+        if is_megatron_source(src):  # token ids already: read in place (megatron_source.py)
+            streams = megatron_streams(src, tokenizer, cfg.val_fraction, f"train.data.sources.{name}")
+            train[name], val[name], paths[name] = streams["train"], streams["val"], megatron_prefix(src.path)
+            continue
         if is_shard(src):
             path = Path(src.path)
         else:
