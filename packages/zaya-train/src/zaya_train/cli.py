@@ -14,12 +14,15 @@ data_app = typer.Typer(help="Prepare training data: text -> zarr token shards.",
 @data_app.command("prepare")
 @reports(ZayaTrainError)
 def prepare(
-    inputs: list[Path] = typer.Argument(..., help="Text files or folders (one file = one document), jsonl files"),
+    inputs: list[Path] = typer.Argument(
+        ..., help="Text files or folders (one file = one document); jsonl(.gz/.zst), parquet, datasets folders"
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Output dataset folder, e.g. data/code.zarr"),
     tokenizer: str = typer.Option("byte", help="byte | bpe | path to a tokenizer.json"),
     vocab_size: int = typer.Option(2048, help="BPE vocabulary size (with --tokenizer bpe)"),
     glob: str = typer.Option("**/*", help="Which files of a folder to read"),
-    field: str = typer.Option("text", help="The text field of jsonl records"),
+    field: str = typer.Option("text", help="The text field / column of jsonl, parquet and datasets records"),
+    on_error: str = typer.Option("raise", help="A bad record: raise (stop, naming it) | skip (count it)"),
     val_fraction: float = typer.Option(0.05, help="Share of documents held out for validation"),
     eos_token: str = typer.Option("<|endoftext|>", help="Document separator token of a BPE/tokenizer.json"),
     workers: int = typer.Option(None, help="Tasks run at once (local: default the CPU count; slurm: no limit)"),
@@ -34,15 +37,20 @@ def prepare(
     offsets, val split) and an index; rerun the same command to resume a killed prepare."""
     from zaya_train.config import TokenizerConfig
     from zaya_train.data.dataset import TOKENIZER
-    from zaya_train.data.prepare.executors import SlurmOptions
+    from zaya_train.data.prepare.executors import SlurmOptions, check_executor
     from zaya_train.data.prepare.inputs import list_inputs, plan_tasks
     from zaya_train.data.prepare.read_step import iter_texts_of
     from zaya_train.data.prepare.run import prepare_dataset
+    from zaya_train.data.readers import ON_ERROR
     from zaya_train.data.shards import TokenShard
     from zaya_train.data.tokenizers import train_bpe
 
     if not 0 < val_fraction < 1:
         raise ZayaTrainError(f"--val-fraction {val_fraction} must be in (0, 1)")
+    if on_error not in ON_ERROR:
+        raise ZayaTrainError(f"--on-error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+    slurm = SlurmOptions(partition=partition, time=time, mem_per_cpu_gb=mem_per_cpu_gb) if partition else None
+    check_executor(executor, slurm)
     tasks = plan_tasks(list_inputs(inputs, glob), int(shard_mb * (1 << 20)))
     if tokenizer == "bpe":
         tok_file = out / TOKENIZER
@@ -53,9 +61,8 @@ def prepare(
         tok_cfg = TokenizerConfig(kind="byte")
     else:
         tok_cfg = TokenizerConfig(kind="file", path=tokenizer, eos_token=eos_token)
-    slurm = SlurmOptions(partition=partition, time=time, mem_per_cpu_gb=mem_per_cpu_gb) if partition else None
     done = prepare_dataset(
-        tasks, tok_cfg, out, val_fraction, field=field, executor=executor, workers=workers, slurm=slurm,
+        tasks, tok_cfg, out, val_fraction, field=field, on_error=on_error, executor=executor, workers=workers, slurm=slurm,
         progress=progress,
     )  # fmt: skip
     if not done:

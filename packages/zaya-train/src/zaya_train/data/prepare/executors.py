@@ -33,6 +33,14 @@ def _venv_activate() -> str | None:
     return str(activate) if activate.is_file() else None
 
 
+def check_executor(kind: str, slurm: SlurmOptions | None) -> None:
+    """Refuse an unknown executor or Slurm without a partition (before anything is read or written)."""
+    if kind not in EXECUTORS:
+        raise ZayaTrainError(f"--executor {kind!r} is not one of {', '.join(EXECUTORS)}")
+    if kind == "slurm" and (slurm is None or not slurm.partition):
+        raise ZayaTrainError("--executor slurm needs --partition (the Slurm partition to run the tasks on)")
+
+
 def build_executors(
     kind: str,
     out: Path,
@@ -43,11 +51,12 @@ def build_executors(
     slurm: SlurmOptions | None = None,
 ) -> tuple[PipelineExecutor, PipelineExecutor]:
     """(tokenizing stage, index stage); running the index stage runs the tokenizing stage first."""
+    check_executor(kind, slurm)
     logs = Path(out) / LOGS
     if kind == "local":
         from datatrove.executor.local import LocalPipelineExecutor
 
-        workers = workers or os.cpu_count() or 1
+        workers = (os.cpu_count() or 1) if workers is None else workers
         if workers < 1:
             raise ZayaTrainError(f"--workers {workers} must be at least 1")
         stage = LocalPipelineExecutor(
@@ -58,8 +67,6 @@ def build_executors(
     if kind == "slurm":
         from datatrove.executor.slurm import SlurmPipelineExecutor
 
-        if slurm is None or not slurm.partition:
-            raise ZayaTrainError("--executor slurm needs --partition (the Slurm partition to run the tasks on)")
         common = {
             "time": slurm.time,
             "partition": slurm.partition,
@@ -79,5 +86,4 @@ def build_executors(
         last = SlurmPipelineExecutor(
             index, tasks=1, job_name=f"{slurm.job_name}-index", logging_dir=str(logs / "index"), depends=stage, **common
         )
-        return stage, last
-    raise ZayaTrainError(f"--executor {kind!r} is not one of {', '.join(EXECUTORS)}")
+    return stage, last

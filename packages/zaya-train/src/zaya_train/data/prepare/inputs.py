@@ -1,7 +1,8 @@
 """What a prepare reads, cut into datatrove tasks: one task per input shard.
 
-An input shard is one record file (jsonl, .gz, .zst, parquet) or datasets folder, or a run of consecutive
-plain-text files (one file = one document) of about `shard_bytes`. The cut depends on the inputs only, never
+An input shard is one record file (jsonl, .gz, .zst, parquet) or datasets folder (the formats and their
+detection are the readers', zaya_train.data.readers), or a run of consecutive plain-text files (one file =
+one document) of about `shard_bytes`. The cut depends on the inputs only, never
 on the number of workers, so the token stream is the same whatever runs it.
 """
 
@@ -12,46 +13,47 @@ from zaya_train.config import SourceConfig
 from zaya_train.data.corpus import Document, list_documents
 from zaya_train.errors import ZayaTrainError
 
-RECORD_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet")
 DEFAULT_SHARD_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
 class InputFile:
-    """One input: `records` files hold many documents, a text file is one document named `name`."""
+    """One input: a text file is one document named `name`; a record file (`format` not "text") holds many,
+    read with the readers as part of a read of `root`, so they are named as a whole read names them."""
 
     name: str
     path: str
-    records: bool
     size: int
+    format: str = "text"
+    root: str = ""
+
+    @property
+    def records(self) -> bool:
+        return self.format != "text"
 
 
-def is_datasets_folder(path: Path) -> bool:
-    """A Hugging Face `save_to_disk` folder (read through the readers, as one input shard)."""
-    return (path / "dataset_info.json").is_file() or (path / "state.json").is_file()
-
-
-def _as_input(doc: Document) -> InputFile:
-    records = doc.path.name.endswith(RECORD_SUFFIXES) or (doc.path.is_dir() and is_datasets_folder(doc.path))
-    size = doc.path.stat().st_size if doc.path.is_file() else sum(p.stat().st_size for p in doc.path.rglob("*"))
-    return InputFile(doc.name, str(doc.path), records, size)
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def list_inputs(paths: list[Path], glob: str, exclude: list[str] | None = None) -> list[InputFile]:
-    """Every input of `paths` in order (folders: matching files sorted by name)."""
+    """Every input of `paths` in order (folders: their files sorted by name), each as the readers detect it."""
+    from zaya_train.data.readers import corpus_files, detect_format
+
     inputs: list[InputFile] = []
     for path in paths:
-        if path.is_dir() and is_datasets_folder(path):
-            docs = [Document(path.name, path)]
-        else:
+        fmt = detect_format(path)
+        if fmt == "text":
             docs = list_documents(SourceConfig(path=str(path), glob=glob, exclude=exclude or []), key=str(path))
-        inputs += [_as_input(doc) for doc in docs]
+            inputs += from_documents(docs)
+        else:
+            inputs += [InputFile(f.name, str(f), _size(f), fmt, str(path)) for f in corpus_files(path, fmt)]
     return inputs
 
 
 def from_documents(docs: list[Document]) -> list[InputFile]:
-    """A training source's documents (corpus.list_documents) as inputs."""
-    return [_as_input(doc) for doc in docs]
+    """Text documents (corpus.list_documents: a training source's files) as inputs."""
+    return [InputFile(doc.name, str(doc.path), doc.path.stat().st_size) for doc in docs]
 
 
 def plan_tasks(inputs: list[InputFile], shard_bytes: int = DEFAULT_SHARD_BYTES) -> list[list[InputFile]]:

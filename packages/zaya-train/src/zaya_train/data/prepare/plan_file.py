@@ -12,7 +12,7 @@ from zaya_train.errors import ZayaTrainError
 
 
 def make_plan(
-    tasks: list[list[InputFile]], tokenizer: dict, val_fraction: float, chunk_tokens: int, field: str
+    tasks: list[list[InputFile]], tokenizer: dict, val_fraction: float, chunk_tokens: int, field: str, on_error: str
 ) -> dict:
     """The plan as JSON-ready data."""
     return {
@@ -21,6 +21,7 @@ def make_plan(
         "val_fraction": val_fraction,
         "chunk_tokens": chunk_tokens,
         "field": field,
+        "on_error": on_error,
     }
 
 

@@ -35,6 +35,7 @@ def prepare_dataset(
     *,
     chunk_tokens: int = 1 << 16,
     field: str = "text",
+    on_error: str = "raise",
     executor: str = "local",
     workers: int | None = None,
     slurm: SlurmOptions | None = None,
@@ -47,17 +48,17 @@ def prepare_dataset(
     """
     out = Path(out)
     described = load_tokenizer(tokenizer).describe()  # a bad tokenizer fails here, before any task starts
-    claim(out, make_plan(tasks, described, val_fraction, chunk_tokens, field))
-    if (out / INDEX).is_file():
-        return True
     pipeline = [
-        ReadInputs(tasks, field),
+        ReadInputs(tasks, field, on_error),
         TokenizeDocuments(tokenizer, val_fraction),
         WriteShard(str(out), described, chunk_tokens),
     ]
     _, last = build_executors(
         executor, out, pipeline, [WriteIndex(str(out), len(tasks), described)], len(tasks), workers, slurm
-    )
+    )  # bad executor options fail here, before OUT is touched
+    claim(out, make_plan(tasks, described, val_fraction, chunk_tokens, field, on_error))
+    if (out / INDEX).is_file():
+        return True
     if executor != "local":
         last.run()
         return False
