@@ -1,6 +1,11 @@
 """train.data.document_masking: the sampler hands out each token's document (from doc_offsets) and the trainer's
 loss on a packed batch is the loss of its documents run alone."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -75,3 +80,14 @@ def test_document_masking_with_context_parallel_is_refused():
                         schedule=ScheduleConfig(kind="constant", peak_lr=1e-3, warmup_fraction=0.0))  # fmt: skip
     with pytest.raises(ZayaTrainError, match=r"document_masking.*recipe\.phases\[0\]\.context_parallel = 2"):
         check_recipe(RecipeConfig(name="r", phases=[phase]), train, max_positions=1024, world_size=2)
+
+
+@pytest.mark.slow
+def test_document_masking_benchmark_smoke(tmp_path):
+    """benchmarks/document_masking.py runs end to end (BENCHMARKS.md's figures come from it)."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "document_masking.py"
+    proc = subprocess.run([sys.executable, str(script), "--smoke", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (row,) = json.loads((tmp_path / "results.json").read_text())["rows"]
+    assert row["seq_len"] == 32 and row["masked_step_ms"] > 0 and row["unmasked_step_ms"] > 0
