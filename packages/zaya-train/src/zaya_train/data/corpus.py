@@ -43,7 +43,7 @@ def list_documents(source: SourceConfig, key: str = "source") -> list[Document]:
     if not root.exists():
         raise ZayaTrainError(
             f"data source {key}: path {root} does not exist; point it at a text file, a folder "
-            f"of text files, a prepared .zarr shard, or use {STDLIB!r}"
+            f"of text files, a prepared .zarr shard, a Megatron prefix (PREFIX.bin + PREFIX.idx), or use {STDLIB!r}"
         )
     if root.is_file():
         docs = [Document(root.name, root)]
