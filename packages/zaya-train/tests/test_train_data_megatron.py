@@ -243,3 +243,38 @@ def test_training_on_a_megatron_prefix_runs_steps(make_trainer, tmp_path):
     summary = trainer.run()
     assert summary["steps"] == 3 and np.isfinite(summary["final_val_loss"])
     assert summary["final_train_loss"] < summary["first_val_loss"]  # it learns from the ids it read
+
+
+def test_a_split_larger_than_memory_reads_windows_from_the_memory_map(tmp_path, monkeypatch):
+    """Above the in-memory limit a split is a view of the `.bin` (runs of kept documents): same windows."""
+    from zaya_train.data import megatron_source
+
+    docs = _documents(7, 80, 257)
+    prefix = write_megatron(tmp_path / "p", docs, np.uint16)
+    source = SourceConfig(path=str(prefix))
+    in_memory = megatron_source.megatron_streams(source, ByteTokenizer(), 0.3, "s")
+    monkeypatch.setattr(megatron_source, "IN_MEMORY_LIMIT_BYTES", 0)
+    mapped = megatron_source.megatron_streams(source, ByteTokenizer(), 0.3, "s")
+    for split in ("train", "val"):
+        assert not isinstance(mapped[split].tokens, np.ndarray)
+        assert mapped[split].doc_offsets.tolist() == in_memory[split].doc_offsets.tolist()
+        windows = in_memory[split].num_windows(16)
+        assert windows > 0 and mapped[split].num_windows(16) == windows
+        for index in range(windows):
+            assert np.array_equal(mapped[split].window(index, 16), in_memory[split].window(index, 16))
+
+
+def test_bad_convert_options_and_source_keys_are_one_line(tmp_path):
+    from zaya_config.errors import ZayaConfigError
+
+    _zarr(tmp_path / "a.zarr", _documents(8, 4, 257), val=set())
+    for args, message in [
+        (("--to", "hdf5"), "--to 'hdf5'; allowed: zarr, megatron"),
+        (("--to", "megatron", "--split", "test"), "--split 'test'; allowed: all, train, val"),
+        (("--to", "zarr"), "is already zarr"),
+    ]:
+        result = _cli("convert", tmp_path / "a.zarr", tmp_path / "out", *args)
+        assert result.exit_code == 2 and message in result.output, result.output
+    for key, value in (("vocab_size", 0), ("eos_id", -1)):
+        with pytest.raises(ZayaConfigError, match=key):
+            SourceConfig(path=str(tmp_path / "p"), **{key: value}).validate()
