@@ -278,3 +278,14 @@ def test_bad_convert_options_and_source_keys_are_one_line(tmp_path):
     for key, value in (("vocab_size", 0), ("eos_id", -1)):
         with pytest.raises(ZayaConfigError, match=key):
             SourceConfig(path=str(tmp_path / "p"), **{key: value}).validate()
+
+
+@pytest.mark.parametrize("block", [1, 37, 1 << 24])
+def test_zarr_documents_are_read_a_block_of_whole_documents_at_a_time(tmp_path, block):
+    from zaya_train.data.convert import _zarr_documents
+
+    docs = _documents(9, 30, 257)
+    _zarr(tmp_path / "a.zarr", docs, val={4, 9})
+    order = [i for i in range(30) if i not in {4, 9}] + [4, 9]
+    read = list(_zarr_documents(TokenShard(tmp_path / "a.zarr"), ("train", "val"), lambda: None, block))
+    assert [r.tolist() for r in read] == [docs[i].tolist() for i in order]

@@ -55,13 +55,21 @@ def _refuse_existing(dst: Path, to: str, overwrite: bool) -> None:
         raise ZayaTrainError(f"{what} already exists; pass --overwrite to replace it, or choose another destination")
 
 
-def _zarr_documents(shard: TokenShard, splits: tuple[str, ...], advance) -> Iterator[np.ndarray]:
+def _zarr_documents(shard: TokenShard, splits: tuple[str, ...], advance, block: int = 1 << 24) -> Iterator[np.ndarray]:
+    """Each document of `splits` in order, read a block of whole documents at a time (a split larger than
+    memory is zarr-backed: one read per block, not one per document)."""
     for split in splits:
         stream = shard.split(split)
-        offsets = stream.doc_offsets
-        for a, b in pairwise(offsets):
-            yield np.asarray(stream.tokens[int(a) : int(b)])
-            advance()
+        offsets = stream.doc_offsets.astype(np.int64)
+        first, count = 0, len(offsets) - 1
+        while first < count:
+            start = int(offsets[first])
+            last = max(int(np.searchsorted(offsets, start + block, side="right")) - 1, first + 1)
+            tokens = np.asarray(stream.tokens[start : int(offsets[last])])
+            for a, b in pairwise(offsets[first : last + 1] - start):
+                yield tokens[a:b]
+                advance()
+            first = last
 
 
 def to_megatron(src: Path, dst: Path, split: str, progress: bool) -> dict:

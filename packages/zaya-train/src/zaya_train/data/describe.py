@@ -28,8 +28,9 @@ def dataset_format(path: Path | str) -> str:
 
 
 def describe(path: Path | str) -> dict:
-    """{format, documents, tokens, dtype, first_document: [ids]} (+ per split counts for zarr, the
-    tokenizer where known), read from the index and the first document only."""
+    """{format, documents, tokens, dtype, first_document: [ids]} (+ per split counts and the tokenizer for
+    zarr): counts from the index; the first document from a memory map (megatron) or its split, opened as
+    training opens it (read whole under 1 GiB)."""
     fmt = dataset_format(path)
     if fmt == "megatron":
         data = MegatronIndexed(path)
