@@ -13,7 +13,7 @@ from zaya_train.config import DataConfig, SourceConfig
 from zaya_train.data import ByteTokenizer, TokenShard, prepare_data
 from zaya_train.data.corpus import is_validation, list_documents
 from zaya_train.data.megatron_indexed import MegatronIndexed, write_megatron
-from zaya_train.data.megatron_source import notes_path
+from zaya_train.data.megatron_notes import notes_path
 from zaya_train.data.shards import ShardBuilder
 from zaya_train.errors import ZayaTrainError
 
@@ -289,3 +289,20 @@ def test_zarr_documents_are_read_a_block_of_whole_documents_at_a_time(tmp_path, 
     order = [i for i in range(30) if i not in {4, 9}] + [4, 9]
     read = list(_zarr_documents(TokenShard(tmp_path / "a.zarr"), ("train", "val"), lambda: None, block))
     assert [r.tolist() for r in read] == [docs[i].tolist() for i in order]
+
+
+def test_the_hash_split_of_a_prefix_is_kept_in_the_data_cache(tmp_path):
+    prefix = write_megatron(tmp_path / "p", _documents(10, 50, 257), np.uint16)
+    cfg = DataConfig(sources={"p": SourceConfig(path=str(prefix))}, val_fraction=0.2)
+    first = prepare_data(cfg, tmp_path / "cache", progress=False)
+    (kept,) = (tmp_path / "cache").glob("megatron-split-p-*.npy")
+    expected = [is_validation(str(i), 0.2) for i in range(50)]
+    assert np.unpackbits(np.load(kept), count=50).astype(bool).tolist() == expected
+    again = prepare_data(cfg, tmp_path / "cache", progress=False)  # read from the cache
+    assert np.asarray(again.val["p"].tokens).tolist() == np.asarray(first.val["p"].tokens).tolist()
+    docs = _documents(11, 70, 257)
+    write_megatron(prefix, docs, np.uint16)  # new files: a new key, the split of the new documents
+    held = [i for i in range(70) if is_validation(str(i), 0.2)]
+    fresh = prepare_data(cfg, tmp_path / "cache", progress=False)
+    assert np.asarray(fresh.val["p"].tokens).tolist() == np.concatenate([docs[i] for i in held]).tolist()
+    assert len(list((tmp_path / "cache").glob("megatron-split-p-*.npy"))) == 2

@@ -3,7 +3,7 @@ as they are (no re-tokenizing), document boundaries kept, streamed document by d
 destination.
 
 zarr -> megatron writes the train split's documents, then the validation split's (`split="all"`), or one
-split, one Megatron sequence per document, and leaves notes beside the pair (megatron_source.py: the
+split, one Megatron sequence per document, and leaves notes beside the pair (megatron_notes.py: the
 tokenizer, and the split sizes when both were written). megatron -> zarr splits by those notes, else by the
 hash of each document's index (as training on the prefix does); without notes it needs the tokenizer the ids
 came from (`tokenizer`), which the shard records. So zarr -> megatron -> zarr gives the same tokens, offsets
@@ -29,7 +29,8 @@ from zaya_train.data.megatron_indexed import (
     token_dtype,
     write_megatron,
 )
-from zaya_train.data.megatron_source import MegatronNotes, notes_path, read_notes, validation_mask
+from zaya_train.data.megatron_notes import MegatronNotes, notes_path, read_notes
+from zaya_train.data.megatron_split import validation_mask
 from zaya_train.data.shards import SPLITS, ShardBuilder, TokenShard
 from zaya_train.data.tokenizers import load_tokenizer
 from zaya_train.errors import ZayaTrainError

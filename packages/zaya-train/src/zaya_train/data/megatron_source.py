@@ -1,77 +1,22 @@
 """A Megatron prefix (`<prefix>.bin/.idx`) as a training source: its train and validation streams, and the
 check that the run's tokenizer is the one its ids came from, with no re-tokenizing.
 
-Which documents are held out: those `zaya data convert --to megatron` recorded in the notes it leaves beside
-the pair (`<prefix>.zaya.json`: the zarr dataset's tokenizer and how many documents each split has, train
-first), or, for any other prefix, a hash of the document's index (`corpus.is_validation(str(index))`, the rule
-text documents follow by name), so the split is the same on every machine and every run.
+Which documents are held out: megatron_split.py (the notes' split, megatron_notes.py, else a hash of each
+document's index).
 """
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from zaya_config.atomic import write_text_atomic
 
 from zaya_train.config import SourceConfig
 from zaya_train.data.concat_tokens import ConcatTokens
-from zaya_train.data.corpus import is_validation
-from zaya_train.data.megatron_indexed import MegatronIndexed, is_megatron_prefix, megatron_prefix
+from zaya_train.data.megatron_indexed import MegatronIndexed, is_megatron_prefix
+from zaya_train.data.megatron_notes import notes_path, read_notes
+from zaya_train.data.megatron_split import validation_mask
 from zaya_train.data.shards import IN_MEMORY_LIMIT_BYTES, SPLITS, TokenStream
 from zaya_train.data.tokenizers import Tokenizer
 from zaya_train.errors import ZayaTrainError
-
-NOTES_FORMAT = "zaya-megatron-notes-v1"
-
-
-def notes_path(prefix: Path | str) -> Path:
-    """`<prefix>.zaya.json`: what zaya knows about a prefix it wrote (tokenizer, split sizes)."""
-    return Path(f"{megatron_prefix(prefix)}.zaya.json")
-
-
-@dataclass(frozen=True)
-class MegatronNotes:
-    """The zarr dataset's tokenizer description and, when both splits were written, their document counts."""
-
-    tokenizer: dict
-    splits: dict[str, int] | None
-
-    def write(self, prefix: Path | str) -> Path:
-        """Beside the pair, atomically."""
-        body = {"format": NOTES_FORMAT, "tokenizer": self.tokenizer, "splits": self.splits}
-        return write_text_atomic(notes_path(prefix), json.dumps(body, indent=1) + "\n")
-
-
-def read_notes(prefix: Path | str) -> MegatronNotes | None:
-    """The notes of a prefix we wrote; None for a prefix Megatron (or anyone else) wrote."""
-    path = notes_path(prefix)
-    if not path.is_file():
-        return None
-    try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-        if body.get("format") != NOTES_FORMAT:
-            raise ValueError(f"format {body.get('format')!r}, expected {NOTES_FORMAT!r}")
-        return MegatronNotes(dict(body["tokenizer"]), body.get("splits"))
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise ZayaTrainError(
-            f"{path}: not zaya's notes of a Megatron prefix ({err}); delete it or rewrite it"
-        ) from None
-
-
-def validation_mask(data: MegatronIndexed, val_fraction: float) -> np.ndarray:
-    """Which documents are held out (bool per document): the notes' split, else a hash of each index."""
-    notes = read_notes(data.prefix)
-    if notes is not None and notes.splits is not None:
-        if sum(notes.splits.values()) != data.num_documents:
-            raise ZayaTrainError(
-                f"{notes_path(data.prefix)} counts {sum(notes.splits.values())} documents, the prefix has "
-                f"{data.num_documents}; the notes belong to other files: delete them"
-            )
-        return np.arange(data.num_documents) >= notes.splits["train"]
-    return np.fromiter(
-        (is_validation(str(i), val_fraction) for i in range(data.num_documents)), bool, data.num_documents
-    )
 
 
 def split_stream(data: MegatronIndexed, keep: np.ndarray) -> TokenStream:
@@ -125,10 +70,10 @@ def check_tokenizer(data: MegatronIndexed, source: SourceConfig, tokenizer: Toke
 
 
 def megatron_streams(
-    source: SourceConfig, tokenizer: Tokenizer, val_fraction: float, key: str
+    source: SourceConfig, tokenizer: Tokenizer, val_fraction: float, key: str, cache: Path | None = None
 ) -> dict[str, TokenStream]:
-    """A Megatron source's `train` and `val` streams, after the tokenizer check."""
+    """A Megatron source's `train` and `val` streams, after the tokenizer check (the split kept in `cache`)."""
     data = MegatronIndexed(source.path)
     check_tokenizer(data, source, tokenizer, key)
-    held = validation_mask(data, val_fraction)
+    held = validation_mask(data, val_fraction, cache)
     return {split: split_stream(data, held if split == "val" else ~held) for split in SPLITS}

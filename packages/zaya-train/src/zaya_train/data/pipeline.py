@@ -85,7 +85,7 @@ def _prepare(cfg: DataConfig, cache: Path, progress: bool) -> PreparedData:
     train, val, paths = {}, {}, {}
     for name, src in sorted(cfg.sources.items()):
         if is_megatron_source(src):  # token ids already: read in place (megatron_source.py)
-            streams = megatron_streams(src, tokenizer, cfg.val_fraction, f"train.data.sources.{name}")
+            streams = megatron_streams(src, tokenizer, cfg.val_fraction, f"train.data.sources.{name}", cache)
             train[name], val[name], paths[name] = streams["train"], streams["val"], megatron_prefix(src.path)
             continue
         if is_shard(src):
