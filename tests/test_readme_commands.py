@@ -54,6 +54,9 @@ SKIP = {
     ("packages/zaya-train/README.md", "cat > my_tasks/"): "covered by test_eval_readme.py (the block above)",
     ("packages/zaya-train/README.md", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 torchrun"): "multi-process restarts "
     "under torchrun; packages/zaya-train/tests/test_train_ft_restart.py runs the same torchrun restart drill",
+    ("packages/zaya-train/README.md", "zaya data prepare /data/fineweb/"): "needs a Slurm cluster (sbatch) and the "
+    "reader's corpus; packages/zaya-train/tests/test_train_prepare.py builds the same executor, checks its sbatch "
+    "script and runs its array tasks' body",
     ("services/characterize/README.md", "python3 services/characterize/main.py  "): "covered: services/characterize/"
     "tests/test_service_characterize.py runs it as written (SIZE's overrides appended) and checks every file it writes",
     ("services/characterize/README.md", "python3 services/characterize/main.py bench=h200"): "GPU-only: an H200",

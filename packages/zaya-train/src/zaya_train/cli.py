@@ -20,7 +20,9 @@ def prepare(
     out: Path = typer.Option(..., "--out", "-o", help="Output dataset folder, e.g. data/code.zarr"),
     tokenizer: str = typer.Option("byte", help="byte | bpe | path to a tokenizer.json"),
     vocab_size: int = typer.Option(2048, help="BPE vocabulary size (with --tokenizer bpe)"),
-    glob: str = typer.Option("**/*", help="Which files of a folder to read"),
+    glob: str = typer.Option(
+        "**/*", help="Which files of a folder to read (given: those, each read as its suffix says)"
+    ),
     field: str = typer.Option("text", help="The text field / column of jsonl, parquet and datasets records"),
     on_error: str = typer.Option("raise", help="A bad record: raise (stop, naming it) | skip (count it)"),
     val_fraction: float = typer.Option(0.05, help="Share of documents held out for validation"),

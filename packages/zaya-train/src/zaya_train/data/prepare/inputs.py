@@ -14,6 +14,7 @@ from zaya_train.data.corpus import Document, list_documents
 from zaya_train.errors import ZayaTrainError
 
 DEFAULT_SHARD_BYTES = 32 << 20
+ALL_FILES = "**/*"  # the default glob: a folder is read as the readers detect it
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,22 @@ def _size(path: Path) -> int:
     return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def list_inputs(paths: list[Path], glob: str, exclude: list[str] | None = None) -> list[InputFile]:
-    """Every input of `paths` in order (folders: their files sorted by name), each as the readers detect it."""
+def list_inputs(paths: list[Path], glob: str = ALL_FILES, exclude: list[str] | None = None) -> list[InputFile]:
+    """Every input of `paths` in order, each as the readers detect it. A folder's own glob (not ALL_FILES)
+    picks its files whatever the folder holds, each read as its suffix says (`--glob '**/*.py'` reads the
+    Python files of a folder that also holds jsonl)."""
     from zaya_train.data.readers import corpus_files, detect_format
 
     inputs: list[InputFile] = []
     for path in paths:
         fmt = detect_format(path)
-        if fmt == "text":
+        if fmt == "text" or (path.is_dir() and fmt != "datasets" and glob != ALL_FILES):
             docs = list_documents(SourceConfig(path=str(path), glob=glob, exclude=exclude or []), key=str(path))
-            inputs += from_documents(docs)
+            for doc in docs:
+                own = detect_format(doc.path)
+                inputs.append(
+                    InputFile(doc.name, str(doc.path), _size(doc.path), own, "" if own == "text" else str(path))
+                )
         else:
             inputs += [InputFile(f.name, str(f), _size(f), fmt, str(path)) for f in corpus_files(path, fmt)]
     return inputs
