@@ -167,7 +167,7 @@ def test_cli_names_a_missing_partition_and_an_unknown_executor(tmp_path):
 
 @pytest.mark.slow
 def test_a_sigkilled_prepare_resumes_without_redoing_finished_shards(tmp_path):
-    folder = _corpus(tmp_path / "c", files=16, records=6_000)
+    folder = _corpus(tmp_path / "c", files=16, records=3_000)
     out = tmp_path / "out"
     command = [sys.executable, "-m", "zaya_cli.app", "data", "prepare", str(folder / "txt"), str(folder / "jsonl")]
     command += ["--out", str(out)]
