@@ -32,7 +32,7 @@ def test_prepare_writes_a_byte_shard_with_progress_summary(tmp_path):
     assert np.count_nonzero(np.asarray(shard.split("train").tokens) == 256) == len(shard.split("train").doc_offsets) - 1
 
 
-def test_prepare_with_bpe_writes_the_tokenizer_into_the_dataset(tmp_path):
+def test_prepare_with_bpe_writes_the_tokenizer_beside_the_shard(tmp_path):
     folder = _corpus(tmp_path)
     proc = _zaya(
         "data",
@@ -47,7 +47,7 @@ def test_prepare_with_bpe_writes_the_tokenizer_into_the_dataset(tmp_path):
         "--no-progress",
     )
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "b.zarr" / "tokenizer.json").is_file()
+    assert (tmp_path / "b.tokenizer.json").is_file()
     shard = TokenShard(tmp_path / "b.zarr")
     assert shard.tokenizer["kind"] == "file" and shard.tokenizer["vocab_size"] <= 300
     assert shard.num_tokens["train"] < sum(len(p.read_bytes()) for p in folder.rglob("*.txt"))  # merges compress

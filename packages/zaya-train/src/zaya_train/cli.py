@@ -38,7 +38,7 @@ def prepare(
     """Tokenize documents into OUT: one zarr shard per task (uint32 tokens, EOS after every document, document
     offsets, val split) and an index; rerun the same command to resume a killed prepare."""
     from zaya_train.config import TokenizerConfig
-    from zaya_train.data.dataset import TOKENIZER
+    from zaya_train.data.dataset import PLAN
     from zaya_train.data.prepare.executors import SlurmOptions, check_executor
     from zaya_train.data.prepare.inputs import list_inputs, plan_tasks
     from zaya_train.data.prepare.read_step import iter_texts_of
@@ -55,8 +55,8 @@ def prepare(
     check_executor(executor, slurm)
     tasks = plan_tasks(list_inputs(inputs, glob), int(shard_mb * (1 << 20)))
     if tokenizer == "bpe":
-        tok_file = out / TOKENIZER
-        if not tok_file.is_file():  # a resumed prepare keeps the BPE it trained
+        tok_file = out.with_suffix(".tokenizer.json")  # beside OUT, where train=h200 looks for it
+        if not ((out / PLAN).is_file() and tok_file.is_file()):  # a resumed prepare keeps the BPE it trained
             train_bpe(iter_texts_of(tasks, 50_000_000, field), vocab_size, eos_token, tok_file)
         tok_cfg = TokenizerConfig(kind="file", path=str(tok_file), eos_token=eos_token)
     elif tokenizer == "byte":

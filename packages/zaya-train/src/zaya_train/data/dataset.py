@@ -1,7 +1,7 @@
 """The layout of a prepared dataset: one zarr token shard per datatrove task, plus an index written last.
 
 `OUT/` holds `plan.json` (what is being prepared: inputs, tokenizer, split; a resume must match it),
-`tokenizer.json` (a BPE trained for this dataset), `shards/00000.zarr ...` (shards.py's format, one per
+`shards/00000.zarr ...` (shards.py's format, one per
 task, each built under a temporary name and renamed), `.datatrove/` (the executor's logs and per-task
 completion markers) and, once every shard is in place, `index.json` (atomic). Readers trust only the index:
 a shard it does not list, finished or half written, is never read.
@@ -17,7 +17,6 @@ from zaya_train.errors import ZayaTrainError
 DATASET_FORMAT = "zaya-token-dataset-v1"
 INDEX = "index.json"
 PLAN = "plan.json"
-TOKENIZER = "tokenizer.json"
 SHARDS = "shards"
 LOGS = ".datatrove"
 

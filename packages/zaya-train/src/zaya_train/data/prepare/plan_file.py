@@ -6,7 +6,7 @@ from pathlib import Path
 
 from zaya_config.atomic import write_text_atomic
 
-from zaya_train.data.dataset import PLAN, TOKENIZER, is_dataset
+from zaya_train.data.dataset import PLAN, is_dataset
 from zaya_train.data.prepare.inputs import InputFile
 from zaya_train.errors import ZayaTrainError
 
@@ -28,8 +28,7 @@ def make_plan(
 def claim(out: Path, plan: dict) -> bool:
     """Write the plan into a new OUT, or check an existing OUT holds the same one; True if resuming."""
     out = Path(out)
-    leftover = out.exists() and (not out.is_dir() or {p.name for p in out.iterdir()} - {TOKENIZER})
-    if leftover and not is_dataset(out):  # a BPE trained for it may be there already
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not is_dataset(out):
         raise ZayaTrainError(f"{out} exists and is not a prepared dataset; pass another --out or remove it")
     if is_dataset(out):
         old = json.loads((out / PLAN).read_text(encoding="utf-8")) if (out / PLAN).is_file() else {}
