@@ -61,20 +61,33 @@ def _demo_package(root: Path) -> Path:
     return pkg
 
 
-@pytest.fixture(scope="module")
-def app_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(python of a fresh venv holding zaya-config + the demo package, folder with app.py)."""
-    root = tmp_path_factory.mktemp("hydra-app")
-    venv.EnvBuilder(with_pip=True).create(root / "venv")
-    python = root / "venv" / "bin" / "python"
+def _build_venv(folder: Path) -> None:
+    venv.EnvBuilder(with_pip=True).create(folder / "venv")
     install = subprocess.run(
-        [python, "-m", "pip", "install", "-q", str(PACKAGE_DIR), str(_demo_package(root))],
+        [folder / "venv" / "bin" / "python", "-m", "pip", "install", "-q", str(PACKAGE_DIR),
+         str(_demo_package(folder))],
         capture_output=True,
         text=True,
-    )
+    )  # fmt: skip
     assert install.returncode == 0, install.stderr[-3000:]
-    (root / "app.py").write_text(APP)
-    return python, root
+
+
+@pytest.fixture
+def app_env(tmp_path: Path) -> tuple[Path, Path]:
+    """(python of a fresh venv holding zaya-config + the demo package, folder with app.py). The venv is built
+    once for every test process of a session (tests/artifact_cache.py, keyed by zaya-config's sources, the demo
+    package and this interpreter's version; called by its own path, the venv works from the folder it is
+    renamed into); each test runs the app in a folder of its own."""
+    import platform
+    import sys
+
+    from artifact_cache import cached_artifact, content_hash
+
+    key = content_hash(PACKAGE_DIR / "src", PACKAGE_DIR / "pyproject.toml", Path(__file__), sys.version,
+                       platform.platform())  # fmt: skip
+    python = cached_artifact("zaya-config-hydra-app", key, _build_venv) / "venv" / "bin" / "python"
+    (tmp_path / "app.py").write_text(APP)
+    return python, tmp_path
 
 
 def _run(app_env, *args: str) -> subprocess.CompletedProcess:
