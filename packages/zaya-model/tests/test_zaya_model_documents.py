@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from zaya_model import ZayaModelError
-from zaya_model.documents import document_layout, document_positions
+from zaya_model.documents import document_attention, document_layout, document_positions
 from zaya_model.layers import rope_cos_sin
 
 REPO = Path(__file__).resolve().parents[3]
@@ -94,6 +94,51 @@ def test_block_with_documents_compiles_fullgraph(small_config, randomized_model)
     eager = block(resid, prev, rope, layout.attention_B1TT, None, None, layout)[0]
     traced = compiled(resid, prev, rope, layout.attention_B1TT, None, None, layout)[0]
     torch.testing.assert_close(traced, eager, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_blocks_on_cuda_attend_through_flex_and_match_documents_alone(small_config, randomized_model):
+    """On CUDA the compiled blocks take flex attention on the BlockMask: the same attention as SDPA's boolean
+    mask, and per-token losses of packed windows within 1e-4 of each document run alone (eager, fp32)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    layout = document_layout(torch.tensor([[3] * 50 + [4] * 90 + [5] * 60]).cuda(), 3, 2)
+    assert layout.block_mask is not None
+    q, k, v = torch.randn(1, 8, 200, 32).cuda(), torch.randn(1, 2, 200, 32).cuda(), torch.randn(1, 2, 200, 32).cuda()
+    compiled = torch.compile(document_attention, fullgraph=True)
+    flex = compiled(q, k, v, layout.attention_B1TT, layout)
+    sdpa = document_attention(q, k, v, layout.attention_B1TT, layout)
+    torch.testing.assert_close(flex, sdpa, atol=1e-5, rtol=1e-5)
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    other = document_layout(torch.tensor([[1] * 120 + [2] * 80]).cuda(), 3, 2)  # other documents, same shape
+    torch.testing.assert_close(
+        compiled(q, k, v, other.attention_B1TT, other),
+        document_attention(q, k, v, other.attention_B1TT, other),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs  # a new BlockMask compiles nothing
+
+    model = randomized_model(small_config(attention_bias=True)).cuda()
+    layouts = [[40, 1, 70, 2, 16], [2, 99, 1, 1, 26]]
+    window, doc = _packed(layouts, model.config.vocab_size)
+    inputs, labels, doc_ids = window[:, :-1].cuda(), window[:, 1:].cuda(), doc[:, :-1].cuda()
+    with torch.no_grad():
+        alone = torch.empty(labels.shape, device="cuda")
+        for b, lengths in enumerate(layouts):
+            start = 0
+            for n in lengths:
+                end = min(start + n, inputs.shape[1])
+                one = _token_losses(model(inputs[b : b + 1, start:end]), labels[b : b + 1, start:end])
+                alone[b, start:end] = one[0]
+                start += n
+        model.compile_blocks()
+        packed = _token_losses(model(inputs, document_ids=doc_ids), labels)
+        with torch.autocast("cuda", dtype=torch.bfloat16):  # as training runs: q, k fp32 after the norm, v bf16
+            bf16 = model(inputs, labels=labels, document_ids=doc_ids)
+    torch.testing.assert_close(packed, alone, atol=1e-4, rtol=0)
+    assert abs(float(bf16) - float(alone.mean())) < 0.05
 
 
 _BEFORE_SCRIPT = """

@@ -24,7 +24,7 @@ from torch import nn
 from zaya_model.cache import ZayaCache
 from zaya_model.config import ZayaConfig
 from zaya_model.context_parallel import ContextParallel, chunk_attention, exchange_halo, gather_sequence
-from zaya_model.documents import DocumentLayout
+from zaya_model.documents import DocumentLayout, document_attention
 from zaya_model.layers import apply_partial_rope
 
 
@@ -212,8 +212,11 @@ class ZayaCCAttention(nn.Module):
         if cache is not None:
             k, v = cache.append_kv(self.layer_idx, k, v)
             k, v = k.to(q.dtype), v.to(q.dtype)
-        is_causal = attn_mask is None and past == 0 and T > 1
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, enable_gqa=True)
+        if documents is not None:
+            out = document_attention(q, k, v, attn_mask, documents)
+        else:
+            is_causal = attn_mask is None and past == 0 and T > 1
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, enable_gqa=True)
         return self.out(out.transpose(1, 2).reshape(B, T, self.q_size))
 
     def forward_context_parallel(

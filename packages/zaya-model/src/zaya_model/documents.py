@@ -2,7 +2,8 @@
 
 A training window packs several documents back to back. With `document_ids` [B, T] (any integers; a
 document is a run of equal ids) every token behaves as if its document ran alone from position 0:
-- attention: a causal mask within the document (SDPA's boolean mask, which torch.compile traces);
+- attention: a causal mask within the document: on CUDA inside torch.compile (compiled blocks) flex attention
+  with a `BlockMask` (fully masked blocks skipped), else SDPA with a boolean mask [B, 1, T, T];
 - CCA's causal convolutions: an input tap from before the document start reads the zeros (depthwise) and
   the depthwise output of zeros (grouped) that a lone document's zero left state gives;
 - the delayed value: a document's first token sees the delayed projection of an all-zero input;
@@ -13,9 +14,10 @@ document is a run of equal ids) every token behaves as if its document ran alone
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
+import torch.nn.functional as F
 
 from zaya_model.errors import ZayaModelError
 
@@ -27,6 +29,7 @@ class DocumentLayout(NamedTuple):
     depthwise_keep_BMk: torch.Tensor  # depthwise tap j of output m reads an input of the same document
     grouped_keep_BTk: torch.Tensor  # grouped tap j of token t reads a depthwise output of the same document
     attention_B1TT: torch.Tensor  # token t may attend to token s: s <= t and the same document
+    block_mask: Any = None  # the same as a flex-attention BlockMask (CUDA only), used by compiled blocks
 
 
 def document_runs(document_ids_BT: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -60,4 +63,32 @@ def document_layout(document_ids_BT: torch.Tensor, cca_time0: int, cca_time1: in
     grouped_keep = mid == mid[..., -1:]
     causal = torch.ones(T, T, dtype=torch.bool, device=runs.device).tril()
     attention = (runs[:, :, None] == runs[:, None, :]) & causal
-    return DocumentLayout(starts, depthwise_keep, grouped_keep, attention[:, None])
+    block_mask = _block_mask(runs) if runs.is_cuda else None
+    return DocumentLayout(starts, depthwise_keep, grouped_keep, attention[:, None], block_mask)
+
+
+def _block_mask(runs_BT: torch.Tensor) -> Any:
+    """Causal attention within each run as a flex-attention BlockMask."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    def same_document_causal(b, h, q, kv):  # flex attention's mask_mod signature
+        return (runs_BT[b, q] == runs_BT[b, kv]) & (kv <= q)
+
+    B, T = runs_BT.shape
+    return create_block_mask(same_document_causal, B, None, T, T, device=runs_BT.device)
+
+
+def document_attention(
+    q_BHTd: torch.Tensor, k_BKTd: torch.Tensor, v_BKTd: torch.Tensor, attn_mask: torch.Tensor, documents: DocumentLayout
+) -> torch.Tensor:
+    """Attention of packed documents [B, H, T, d]: flex attention on the BlockMask where it is compiled (CUDA,
+    compiled blocks; unfused it would materialise every score), else SDPA with the boolean mask.
+
+    attn_mask: the SDPA mask, `documents.attention_B1TT` or that and a padding mask."""
+    if documents.block_mask is not None and torch.compiler.is_compiling():
+        from torch.nn.attention.flex_attention import flex_attention
+
+        dtype = v_BKTd.dtype  # under autocast q, k may be fp32 after the norm; SDPA would cast them too
+        q, k = q_BHTd.to(dtype), k_BKTd.to(dtype)
+        return flex_attention(q, k, v_BKTd, block_mask=documents.block_mask, enable_gqa=True)
+    return F.scaled_dot_product_attention(q_BHTd, k_BKTd, v_BKTd, attn_mask=attn_mask, enable_gqa=True)

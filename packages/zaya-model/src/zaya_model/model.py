@@ -256,8 +256,10 @@ class ZayaForCausalLM(nn.Module):
                 position_ids = torch.arange(past, past + T, device=input_ids.device)
             position_ids = position_ids.expand(B, T) if position_ids.ndim == 1 else position_ids
             attn_mask, token_mask = self._masks(attention_mask, B, T, past, input_ids.device)
-            if documents is not None:
-                attn_mask = documents.attention_B1TT if attn_mask is None else attn_mask & documents.attention_B1TT
+            if documents is not None and attn_mask is None:
+                attn_mask = documents.attention_B1TT
+            elif documents is not None:  # padding too: the boolean mask holds both, the BlockMask only documents
+                attn_mask, documents = attn_mask & documents.attention_B1TT, documents._replace(block_mask=None)
         rope = rope_cos_sin(position_ids, self.rope_inv_freq)
         resid = self.embed_scaling(self.embed(input_ids))
         router_state = None
