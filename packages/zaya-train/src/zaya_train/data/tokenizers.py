@@ -81,8 +81,12 @@ class HFTokenizer:
         return np.asarray(self._tok.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
 
     def encode_batch(self, texts: list[str]) -> list[np.ndarray]:
-        """`encode` of each text in one call into the Rust library (its thread pool, if enabled)."""
-        return [np.asarray(e.ids, dtype=np.uint32) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+        """`encode` of each text in one call into the Rust library (its thread pool, if enabled).
+
+        `encode_batch_fast` skips the character offsets nobody here reads: the same ids, ~20% less time
+        (the data prepare's profile: tokenizing is most of a task)."""
+        encodings = self._tok.encode_batch_fast(texts, add_special_tokens=False)
+        return [np.asarray(e.ids, dtype=np.uint32) for e in encodings]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of the ids."""

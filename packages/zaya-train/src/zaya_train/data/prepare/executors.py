@@ -54,15 +54,15 @@ def build_executors(
     check_executor(kind, slurm)
     logs = Path(out) / LOGS
     if kind == "local":
-        from datatrove.executor.local import LocalPipelineExecutor
+        from zaya_train.data.prepare.quiet_executor import QuietLocalExecutor
 
         workers = (os.cpu_count() or 1) if workers is None else workers
         if workers < 1:
             raise ZayaTrainError(f"--workers {workers} must be at least 1")
-        stage = LocalPipelineExecutor(
+        stage = QuietLocalExecutor(
             tokenize, tasks=tasks, workers=min(workers, tasks), logging_dir=str(logs / "tokenize")
         )
-        last = LocalPipelineExecutor(index, tasks=1, workers=1, logging_dir=str(logs / "index"), depends=stage)
+        last = QuietLocalExecutor(index, tasks=1, workers=1, logging_dir=str(logs / "index"), depends=stage)
         return stage, last
     if kind == "slurm":
         from datatrove.executor.slurm import SlurmPipelineExecutor
