@@ -16,7 +16,7 @@ CASES = {
     "bench": (["bench", "parse", "log[2].txt"], "error: no such file: log[2].txt"),
     "ckpt": (["ckpt", "inspect", "ckpt[1]"], "error: ckpt[1]: no such file or folder"),
     "config": (["config", "show", "logging.level=[DEBUG]"], "error: invalid config: logging.level = ['DEBUG']; allowed:"),
-    "data": (["data", "prepare", "docs[1]", "--out", "x.zarr"], "error: data source docs[1]: path docs[1] does not exist"),
+    "data": (["data", "prepare", "docs[1]", "--out", "x.zarr"], "error: corpus path docs[1] does not exist"),
     "eval": (["eval", "run[1]", "--tasks", "zaya_arith"], "error: run[1]: no such run dir or HF folder"),
     "hardware": (["hardware", "show", "[tpu]"], "error: unknown hardware profile '[tpu]'; allowed: one of"),
     "manta": (["manta", "compose", "a cat", "--catalog", "cat[1].jsonl"], "error: catalog file cat[1].jsonl does not exist"),
