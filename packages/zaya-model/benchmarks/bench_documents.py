@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import torch
+from bench_model import timed  # the same warm-up, synchronise and time loop as bench_model
 from zaya_config.atomic import write_text_atomic
 from zaya_model import ZayaConfig, build_model
 
@@ -33,19 +33,6 @@ def packed_documents(batch: int, seq: int, mean_len: float, gen: torch.Generator
             doc += 1
         rows.append(torch.tensor(ids[:seq]))
     return torch.stack(rows)
-
-
-def timed_ms(step, steps: int, warmup: int, device: torch.device) -> float:
-    for _ in range(warmup):
-        step()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return (time.perf_counter() - start) / steps * 1e3
 
 
 def main() -> None:
@@ -82,7 +69,7 @@ def main() -> None:
                 model(ids[:, :-1], labels=ids[:, 1:], document_ids=document_ids).backward()
                 model.zero_grad(set_to_none=True)
 
-            ms = timed_ms(step, args.steps, args.warmup, device)
+            ms = timed(step, args.steps, args.warmup, device) * 1e3
             row = {"compiled": compiled, "masked": masked, "step_ms": round(ms, 3),
                    "tokens_per_s": round(args.batch * args.seq / ms * 1e3)}  # fmt: skip
             rows.append(row)

@@ -31,7 +31,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timed(fn: Callable[[], None], steps: int, warmup: int, device: torch.device) -> float:
+def timed(fn: Callable[[], None], steps: int, warmup: int, device: torch.device) -> float:
     """Seconds per call after warmup (the warmup also absorbs torch.compile)."""
     for _ in range(warmup):
         fn()
@@ -154,7 +154,7 @@ def main() -> None:
     def record(name: str, model, kind: str, decode: bool = True) -> None:
         _reset_memory(device)
         model.train()
-        seconds = _timed(train_step_fn(kind, model, ids, labels), args.steps, args.warmup, device)
+        seconds = timed(train_step_fn(kind, model, ids, labels), args.steps, args.warmup, device)
         tok_s = tokens_per_step / seconds
         results[name] = {
             "train_step_s": seconds,
@@ -168,8 +168,8 @@ def main() -> None:
         if decode:
             dec_kind = "hf" if kind == "hf" else "ours"
             reps, warm = (1, 0) if args.smoke else (3, 1)
-            full = _timed(decode_fn(dec_kind, model, prompt, args.decode_tokens), reps, warm, device)
-            prefill = _timed(decode_fn(dec_kind, model, prompt, 0), reps, warm, device)
+            full = timed(decode_fn(dec_kind, model, prompt, args.decode_tokens), reps, warm, device)
+            prefill = timed(decode_fn(dec_kind, model, prompt, 0), reps, warm, device)
             results[name]["decode_tokens_per_s"] = args.decode_tokens / max(full - prefill, 1e-9)
         print(f"  {name}: {tok_s:,.0f} train tok/s, decode {results[name]['decode_tokens_per_s']} tok/s")
 
