@@ -6,6 +6,7 @@
 #   manta's bench_costs.py:    diffusers, peft, transformers, tokenizers, safetensors, huggingface_hub,
 #                              accelerate, regex (transformers checks regex >= 2025.10.22 at import)
 #   zaya-train's lm-eval model: lm_eval, dill, chardet
+#   zaya-model[kernels]:       liger-kernel (pure Python; torch and Triton are in the image)
 # Versions follow poetry.lock where it pins them. Usage: infra/device/fetch_wheels.sh [DIR]
 set -euo pipefail
 dir=${1:-.whl}
@@ -20,6 +21,7 @@ wheels=(
   diffusers==0.42.1 peft==0.21.2 transformers==5.24.0 tokenizers==0.23.3 safetensors==0.8.0
   huggingface_hub==1.33.0 accelerate==1.16.0 regex==2026.11.19
   lm_eval==0.4.13 dill==0.4.1 chardet==6.0.0.post1
+  liger-kernel==0.8.5
 )
 for spec in "${wheels[@]}"; do
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

@@ -8,6 +8,7 @@ The dataclass is also the Hydra structured config of the `model` group (presets 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -17,6 +18,8 @@ from zaya_config.validated import ValidatedConfig
 from zaya_model.errors import ZayaModelConfigError, invalid
 
 MOE_BACKENDS = ("auto", "grouped_mm", "loop")
+# The RMSNorm and LM-head-loss kernels (zaya_model/kernels.py): PyTorch's, or liger-kernel's (both or one).
+KERNELS = ("torch", "liger", "liger_norm", "liger_loss")
 
 # HF config.json keys that carry no architecture (or that we handle by hand) and are ignored on import.
 _HF_IGNORED = {
@@ -81,6 +84,9 @@ class ZayaConfig(ValidatedConfig):
     bias_update_beta2: float = 0.999
     # How the experts run: grouped GEMM (torch._grouped_mm) or a loop over contiguous per-expert slices.
     moe_backend: str = "auto"
+    # RMSNorm and LM head + loss on PyTorch ("torch") or liger-kernel's fused Triton kernels (the extra
+    # zaya-model[kernels]; CUDA tensors only): "liger" for both, "liger_norm" or "liger_loss" for one.
+    kernels: str = "torch"
 
     # ------------------------------------------------------------------ validation
     def validate_fields(self) -> None:
@@ -142,6 +148,13 @@ class ZayaConfig(ValidatedConfig):
             )
         if self.moe_backend not in MOE_BACKENDS:
             raise invalid("moe_backend", self.moe_backend, "one of " + ", ".join(map(repr, MOE_BACKENDS)))
+        if self.kernels not in KERNELS:
+            raise invalid("kernels", self.kernels, "one of " + ", ".join(map(repr, KERNELS)))
+        if self.kernels != "torch" and importlib.util.find_spec("liger_kernel") is None:
+            raise ZayaModelConfigError(
+                f"invalid config: kernels = {self.kernels!r} needs liger-kernel, which is not installed: "
+                "pip install 'zaya-model[kernels]', or set kernels=torch"
+            )
         for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
             value = getattr(self, key)
             if value is not None and not 0 <= value < self.vocab_size:
@@ -259,6 +272,7 @@ class ZayaConfig(ValidatedConfig):
             "bias_update_beta1",
             "bias_update_beta2",
             "moe_backend",
+            "kernels",
             "rope_theta",
             "partial_rotary_factor",
         }

@@ -10,16 +10,24 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from zaya_model.kernels import liger_rms_norm, uses_liger
+
 
 class ZayaRMSNorm(nn.Module):
-    """RMSNorm computed in fp32; the result is cast to the weight dtype before scaling (as HF does)."""
+    """RMSNorm computed in fp32; the result is cast to the weight dtype before scaling (as HF does).
 
-    def __init__(self, dim: int, eps: float) -> None:
+    With `kernels` choosing liger's norm (zaya_model/kernels.py), CUDA inputs run its fused Triton forward and
+    backward instead (the kernels module says where its rounding differs)."""
+
+    def __init__(self, dim: int, eps: float, kernels: str = "torch") -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
+        self.fused = uses_liger(kernels, "norm")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused and x.is_cuda:
+            return liger_rms_norm(x, self.weight, self.eps)
         x32 = x.float()
         normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * normed.to(self.weight.dtype)

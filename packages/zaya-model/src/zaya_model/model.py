@@ -28,6 +28,7 @@ from zaya_model.documents import DocumentLayout, document_layout, document_posit
 from zaya_model.errors import ZayaModelError
 from zaya_model.expert_parallel import ExpertParallel, set_model_expert_parallel
 from zaya_model.experts import DECODE_GATHER_MAX_PAIRS, ZayaExperts
+from zaya_model.kernels import token_loss
 from zaya_model.layers import ZayaEmbeddingScaling, ZayaResidualScaling, ZayaRMSNorm, rope_cos_sin, rope_inv_freq
 from zaya_model.loss import cross_entropy_chunk, fused_linear_cross_entropy
 from zaya_model.router import ZayaRouter
@@ -66,10 +67,10 @@ class ZayaDecoderLayer(nn.Module):
 
     def __init__(self, config: ZayaConfig, layer_idx: int) -> None:
         super().__init__()
-        self.attn_norm = ZayaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.attn_norm = ZayaRMSNorm(config.hidden_size, config.rms_norm_eps, config.kernels)
         self.attn = ZayaCCAttention(config, layer_idx)
         self.attn_residual = ZayaResidualScaling(config.hidden_size)
-        self.moe_norm = ZayaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.moe_norm = ZayaRMSNorm(config.hidden_size, config.rms_norm_eps, config.kernels)
         self.moe = ZayaMoE(config, layer_idx)
         self.moe_residual = ZayaResidualScaling(config.hidden_size)
 
@@ -117,11 +118,11 @@ class ZayaForCausalLM(nn.Module):
         self.embed = nn.Embedding(config.vocab_size, D)
         self.embed_scaling = ZayaEmbeddingScaling(D)
         self.layers = nn.ModuleList(ZayaDecoderLayer(config, i) for i in range(config.num_hidden_layers))
-        self.final_norm = ZayaRMSNorm(D, config.rms_norm_eps)
+        self.final_norm = ZayaRMSNorm(D, config.rms_norm_eps, config.kernels)
         self.lm_head = nn.Linear(D, config.vocab_size, bias=config.lm_head_bias)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.embed.weight
-        self.token_loss = fused_linear_cross_entropy
+        self.token_loss = token_loss(config.kernels, fused_linear_cross_entropy)
         self.register_buffer("rope_inv_freq", rope_inv_freq(config.rotary_dim, config.rope_theta), persistent=False)
         self.context_parallel: ContextParallel | None = None
         self.expert_parallel: ExpertParallel | None = None
@@ -405,7 +406,9 @@ class ZayaForCausalLM(nn.Module):
     def compile_loss(self, **compile_kwargs: Any) -> None:
         """Compile the fused loss's per-chunk softmax and gradient (one pass over the bf16 logits)."""
         chunk_fn = torch.compile(cross_entropy_chunk, **compile_kwargs)
-        self.token_loss = functools.partial(fused_linear_cross_entropy, chunk_fn=chunk_fn)
+        self.token_loss = token_loss(
+            self.config.kernels, functools.partial(fused_linear_cross_entropy, chunk_fn=chunk_fn)
+        )
 
     @torch.no_grad()
     def generate(
