@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 STAMP := $(VENV)/.zaya-setup
 SETUP_INPUTS := pyproject.toml poetry.lock $(wildcard packages/*/pyproject.toml) $(wildcard tools/*/pyproject.toml)
 
-.PHONY: setup system-deps pretrain test lint format lock clean
+.PHONY: setup system-deps pretrain test lint format lock clean slurm-up slurm-down
 
 setup: $(STAMP)
 
@@ -62,3 +62,11 @@ lock:
 
 clean:
 	rm -rf $(VENV) outputs multirun .cache
+
+# A real Slurm cluster of 2 nodes on this host (Debian's slurm-wlm + munge, installed by apt-get when missing),
+# state under .slurm/; clients need `export SLURM_CONF=$$PWD/.slurm/etc/slurm.conf` (infra/README.md).
+slurm-up:
+	infra/slurm/cluster.sh up
+
+slurm-down:
+	infra/slurm/cluster.sh down

@@ -32,6 +32,11 @@ class LazyExportsModule(types.ModuleType):
             return
         super().__setattr__(name, value)
 
+    def __reduce__(self) -> tuple:
+        """Pickled by name, as pickle does any module: cloudpickle (submitit, hydra-submitit-launcher) ships a
+        service's task function by value and meets this module among its globals."""
+        return import_module, (self.__name__,)
+
     def __dir__(self) -> list[str]:
         return sorted(set(self.__dict__) | set(self.__dict__.get(_EXPORTS_KEY, {})))
 

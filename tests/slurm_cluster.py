@@ -1,0 +1,41 @@
+"""The local Slurm cluster of `make slurm-up` (infra/slurm/cluster.sh), for the tests that submit to it.
+
+Without it those tests skip with the reason, so a developer's `make test` passes; under `.ci/run`
+(ZAYA_REQUIRE_SLURM=1, set after `make slurm-up`) a missing cluster fails them instead.
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CLUSTER = REPO / "infra" / "slurm" / "cluster.sh"
+SLURM_CONF = REPO / ".slurm" / "etc" / "slurm.conf"
+
+
+def slurm_env() -> dict[str, str]:
+    """This environment with SLURM_CONF pointing at the local cluster; skips (or fails in CI) when it is down."""
+    env = dict(os.environ, SLURM_CONF=str(SLURM_CONF))
+    up = SLURM_CONF.is_file() and subprocess.run([str(CLUSTER), "status"], env=env, capture_output=True).returncode == 0
+    if not up:
+        why = "no local Slurm cluster answers: run `make slurm-up` first (.ci/run does)"
+        if os.environ.get("ZAYA_REQUIRE_SLURM") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return env
+
+
+def run(cmd: list[str], env: dict[str, str], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    """A command against the cluster; its output in the assertion message when it fails."""
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kwargs)
+    assert proc.returncode == 0, f"{cmd}: {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def resume_nodes(env: dict[str, str], nodes: list[str]) -> None:
+    """Give drained nodes back to the shared cluster (other tests submit to it too)."""
+    if nodes:
+        subprocess.run(["scontrol", "update", f"nodename={','.join(nodes)}", "state=resume"], env=env,
+                       capture_output=True)  # fmt: skip
