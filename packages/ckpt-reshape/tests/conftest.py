@@ -1,5 +1,10 @@
 """Synthetic checkpoints for ckpt-reshape's tests: real files written by torch.distributed.checkpoint."""
 
+import importlib.metadata
+import importlib.util
+import socket
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -70,3 +75,42 @@ def write_dcp():
 def snapshot():
     """Factory: snapshot(path) -> {relative file: bytes}, to prove a source was left untouched."""
     return tree_files
+
+
+MEGATRON_WRITER = Path(__file__).with_name("megatron_writer.py")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _build_megatron(folder: Path) -> None:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+           str(_free_port()), str(MEGATRON_WRITER), "--out", str(folder)]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def megatron_dir() -> Path:
+    """Megatron-Core torch_dist checkpoints written by megatron-core itself (megatron_writer.py on 2 gloo ranks:
+    tp2/, pp2/, ep2/, distopt/ and each layout's `<name>.reference.pt`), built once per cache
+    (tests/artifact_cache.py, keyed by the writer's source and the megatron-core, torch and Python versions)."""
+    pytest.importorskip("megatron.core")
+    from artifact_cache import cached_artifact, content_hash
+
+    versions = ",".join(importlib.metadata.version(p) for p in ("megatron-core", "torch"))
+    return cached_artifact(
+        "ckpt-reshape-megatron", content_hash(MEGATRON_WRITER, versions, sys.version), _build_megatron
+    )
+
+
+@pytest.fixture(scope="session")
+def megatron_writer():
+    """megatron_writer.py as a module (its model and `load_reference`, for loading with megatron in-process)."""
+    spec = importlib.util.spec_from_file_location("megatron_writer", MEGATRON_WRITER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -20,7 +20,7 @@ LAYOUTS = [
     ParallelLayout(dp=3, fsdp=True),
     ParallelLayout(),
 ]
-SUFFIX = {"dcp": "dcp", "zarr": "zarr", "hf": "hf", "torch": "pt"}
+SUFFIX = {"dcp": "dcp", "zarr": "zarr", "hf": "hf", "torch": "pt", "megatron": "megatron"}
 
 
 @pytest.mark.parametrize("src_fmt", FORMATS)
@@ -28,15 +28,17 @@ SUFFIX = {"dcp": "dcp", "zarr": "zarr", "hf": "hf", "torch": "pt"}
 def test_every_format_pair_is_bitwise_exact(tmp_path: Path, src_dcp: Path, src_fmt: str, dst_fmt: str):
     i, j = FORMATS.index(src_fmt), FORMATS.index(dst_fmt)
     first = tmp_path / f"a.{SUFFIX[src_fmt]}"
-    convert(src_dcp, first, src_fmt, LAYOUTS[i])
+    convert(src_dcp, first, src_fmt, LAYOUTS[i % len(LAYOUTS)])
     second = tmp_path / f"b.{SUFFIX[dst_fmt]}"
     result = convert(first, second, dst_fmt, LAYOUTS[(i + j + 1) % len(LAYOUTS)])
     assert detect_format(second) == dst_fmt
     report = compare(src_dcp, second)
     assert report.ok, report.problems
-    model_only = "hf" in (src_fmt, dst_fmt)
+    # HF holds weights only; Megatron has no place for param groups and trainer state (noted, not problems), so a
+    # copy made from a Megatron one holds no objects and is compared on its weights
+    model_only = "hf" in (src_fmt, dst_fmt) or (src_fmt == "megatron" and dst_fmt != "megatron")
     assert report.checked_tensors == (22 if model_only else 22 + 3 * 18)
-    assert report.checked_objects == (0 if model_only else 5)
+    assert report.checked_objects == (0 if model_only or "megatron" in (src_fmt, dst_fmt) else 5)
     assert verify(second).ok
     assert result.bytes_written == sum(t.nbytes for t in open_checkpoint(second).index.tensors.values())
 

@@ -40,7 +40,9 @@ def _print_table(table: Table) -> None:
 @app.command("inspect")
 @reports(ReshapeError)
 def inspect_cmd(
-    path: Path = typer.Argument(..., help="Checkpoint: DCP folder, zarr group, HF folder or torch.save file"),
+    path: Path = typer.Argument(
+        ..., help="Checkpoint: DCP folder, Megatron torch_dist folder, zarr group, HF folder or torch.save file"
+    ),
     limit: int = typer.Option(50, help="Show at most this many tensors (0: all)"),
     model_config: str = typer.Option(None, "--model-config", help="ZAYA preset or config.json (for the TP splits)"),
 ) -> None:
@@ -87,7 +89,7 @@ def inspect_cmd(
 def convert_cmd(
     src: Path = typer.Argument(..., help="Source checkpoint (any format; never modified)"),
     dst: Path = typer.Argument(..., help="Destination (folder, or file for --to torch)"),
-    to: str = typer.Option(..., "--to", help="Target format: dcp|zarr|hf|torch"),
+    to: str = typer.Option(..., "--to", help="Target format: dcp|zarr|hf|torch|megatron"),
     layout: str = typer.Option(
         None, "--layout", help="Target layout, e.g. dp=4,tp=2,pp=1,ep=2,fsdp=1 (default: source's)"
     ),

@@ -150,6 +150,9 @@ def convert(
     _check_destination(dst, force, src)
     writer_cls = WRITERS[to]
     with open_checkpoint(src) as reader:
+        refusal = reader.needs_model_only()
+        if refusal and not (model_only or writer_cls.model_only):
+            raise ReshapeError(refusal)
         index, dropped = _target_index(reader, model_only or writer_cls.model_only, hf_config)
         cfg = model_config_for(index, src, model_config)
         if cfg is not None and index.hf_config is None:

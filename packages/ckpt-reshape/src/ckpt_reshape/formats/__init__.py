@@ -1,4 +1,4 @@
-"""The four checkpoint formats and how a path is recognised as one of them."""
+"""The checkpoint formats and how a path is recognised as one of them."""
 
 from __future__ import annotations
 
@@ -8,22 +8,26 @@ from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import CheckpointReader, CheckpointWriter
 from ckpt_reshape.formats.dcp import DcpReader, DcpWriter, is_dcp_folder
 from ckpt_reshape.formats.hf import HfReader, HfWriter, is_hf_folder
+from ckpt_reshape.formats.megatron import MegatronReader, MegatronWriter
 from ckpt_reshape.formats.torch_file import TorchFileReader, TorchFileWriter, is_torch_file
 from ckpt_reshape.formats.zarr_format import ZarrReader, ZarrWriter, is_zarr_folder
+from ckpt_reshape.megatron_names import is_megatron_folder
 from ckpt_reshape.train_root import resolve_zaya_train_root
 
-FORMATS = ("dcp", "zarr", "hf", "torch")
+FORMATS = ("dcp", "zarr", "hf", "torch", "megatron")
 WRITERS: dict[str, type[CheckpointWriter]] = {
     "dcp": DcpWriter,
     "zarr": ZarrWriter,
     "hf": HfWriter,
     "torch": TorchFileWriter,
+    "megatron": MegatronWriter,
 }
 _READERS: dict[str, type[CheckpointReader]] = {
     "dcp": DcpReader,
     "zarr": ZarrReader,
     "hf": HfReader,
     "torch": TorchFileReader,
+    "megatron": MegatronReader,
 }
 
 
@@ -32,6 +36,8 @@ def detect_format(path: Path) -> str:
     path = Path(path)
     if not path.exists():
         raise ReshapeError(f"{path}: no such file or folder")
+    if is_megatron_folder(path):  # a DCP folder too: checked first
+        return "megatron"
     if is_dcp_folder(path):
         return "dcp"
     if is_zarr_folder(path):
@@ -41,7 +47,7 @@ def detect_format(path: Path) -> str:
     if is_torch_file(path):
         return "torch"
     raise ReshapeError(
-        f"{path}: unknown checkpoint format; expected a DCP folder (.metadata), a zarr v3 group (zarr.json), "
+        f"{path}: unknown checkpoint format; expected a DCP folder (.metadata), a Megatron torch_dist folder (.metadata + metadata.json), a zarr v3 group (zarr.json), "
         "an HF folder (*.safetensors, model.safetensors.index.json) or a torch.save file"
     )
 

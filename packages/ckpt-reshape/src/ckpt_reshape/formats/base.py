@@ -65,6 +65,10 @@ class CheckpointReader(ABC):
         """Entries of another checkpoint's `index` that this checkpoint's format cannot hold (absent here by design)."""
         return []
 
+    def needs_model_only(self) -> str | None:
+        """Why this checkpoint converts only with `--model-only` (entries it holds but cannot convert), or None."""
+        return None
+
     def extra_files(self) -> dict[str, Path]:
         """Files carried verbatim by a DCP-to-DCP conversion (e.g. zaya-train's per-rank train state)."""
         return {}

@@ -61,7 +61,7 @@ class DcpReader(CheckpointReader):
         super().__init__(path)
         meta_path = self.path / METADATA_NAME
         try:
-            self.metadata: Metadata = read_dcp_metadata(self.path)  # restricted: a checkpoint is data, never code
+            self.metadata: Metadata = self._read_metadata()  # restricted: a checkpoint is data, never code
         except (OSError, ValueError) as err:
             raise ReshapeError(
                 f"{meta_path}: cannot read DCP metadata ({err}); the file is missing or corrupt"
@@ -89,6 +89,10 @@ class DcpReader(CheckpointReader):
         self.sidecar = read_sidecar(self.path)
         self.index.layout = layout_from_sidecar(self.sidecar) or self._train_layout()
         self.index.hf_config = (self.sidecar or {}).get("hf_config")
+
+    def _read_metadata(self) -> Metadata:
+        """The folder's `.metadata`, through zaya-config's restricted unpickler."""
+        return read_dcp_metadata(self.path)
 
     def _train_layout(self) -> ParallelLayout | None:
         """A zaya-train folder records its world size, and its layout when the experts are split (expert
@@ -282,15 +286,23 @@ class DcpWriter(CheckpointWriter):
         self._storage[MetadataIndex(name)] = _StorageInfo(Path(stream.name).name, start, len(payload))
         self._state_meta[name] = BytesStorageMetadata()
 
+    def _metadata_order(self) -> list[str]:
+        """The keys of `.metadata`, in the order of the index (tensors, then objects)."""
+        return [*self.index.tensors, *self.index.objects]
+
+    def _planner_data(self, order: list[str]) -> dict | None:
+        """Each key's nested state-dict path (what `dcp.load` unflattens by)."""
+        return {k: self.index.path_of(k) for k in order}
+
     def finish(self, sidecar: dict) -> None:
         for stream in self._files.values():
             stream.flush()
             self.fsync(stream.fileno())
             stream.close()
-        order = [*self.index.tensors, *self.index.objects]
+        order = self._metadata_order()
         metadata = Metadata(
             state_dict_metadata={k: self._state_meta[k] for k in order if k in self._state_meta},
-            planner_data={k: self.index.path_of(k) for k in order},
+            planner_data=self._planner_data(order),
             storage_data=self._storage,
             storage_meta=StorageMeta(),
             version="1.0.0",

@@ -1,0 +1,112 @@
+"""Megatron-Core `torch_dist` checkpoint keys <-> ckpt-reshape's logical names: the one home of that mapping.
+
+Megatron's distributed checkpoint keys are its ShardedTensor keys, not module paths. Every decoder layer's
+tensor is one global tensor with the layer as a prepended axis (`decoder.layers.self_attention.linear_qkv.weight`
+of shape [num_layers, ...]; each layer's chunk has offset = its global layer number, so the key does not depend
+on PP), MoE experts add a second prepended axis of global expert ids (`decoder.layers.mlp.experts.experts.
+linear_fc1.weight`: [num_layers, num_experts, ...], whatever EP wrote it). Its layer norms are saved under the
+fused-linear names (`input_layernorm` as `self_attention.linear_qkv.layer_norm_weight`). Inside a tensor:
+- the fused QKV (`linear_qkv.weight`) is grouped by query group: for each group its q heads, then its k, then
+  its v head (rows), so TP ranks hold whole groups and the global tensor is the same for every TP degree;
+- the SwiGLU fc1 (`linear_fc1.weight`) is saved by megatron's swiglu factory as [gate (all TP ranks); up (all
+  TP ranks)] along its output dim, again the same for every TP degree;
+- the optimizer's per-parameter state is `optimizer.state.<exp_avg|exp_avg_sq|...>.<parameter key>`, of the
+  parameter's global shape (megatron's `optim_state_to_sharding_state`), its param groups and step in
+  `common.pt`.
+
+Logical names (see `index.py`): the layer axis is taken off, so PP placement and layer counting work as for
+any checkpoint: `model.decoder.layers.<i>.<rest>` ([num_experts, ...] for experts: dim 0 is the global expert
+id, so the generic table's `*.experts.*` rule splits them by EP), `optim.state.decoder.layers.<i>.<rest>.
+<state>`, `model.<key>` for the rest (embedding, final norm, output layer), `model.<key>` for the bytes of a
+ShardedObject (`..._extra_state/shard_<offsets>_<shape>`), `megatron.common` for `common.pt`. Any other
+`optimizer.*` key (a distributed optimizer's flattened buckets) is not converted: `convert` refuses it unless
+`--model-only`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+MEGATRON_METADATA = "metadata.json"  # {"sharded_backend": "torch_dist", ...}, next to DCP's `.metadata`
+COMMON_NAME = "common.pt"
+COMMON_ENTRY = "megatron.common"
+OPTIMIZER_REFUSAL = "optimizer state not converted, use --model-only"
+_STACKED = "decoder.layers."  # keys whose first axis is the global layer number
+_OPTIM_STATE = re.compile(r"^optimizer\.state\.([A-Za-z0-9_]+)\.(.+)$")
+_LOGICAL_LAYER = re.compile(r"^decoder\.layers\.(\d+)\.(.+)$")
+
+
+def is_megatron_folder(path: Path) -> bool:
+    """A DCP folder that megatron-core's `dist_checkpointing.save` wrote with the `torch_dist` backend."""
+    meta = Path(path) / MEGATRON_METADATA
+    if not (Path(path).is_dir() and meta.is_file() and (Path(path) / ".metadata").is_file()):
+        return False
+    try:
+        return json.loads(meta.read_text(encoding="utf-8")).get("sharded_backend") == "torch_dist"
+    except (ValueError, AttributeError):
+        return False
+
+
+def is_stacked(key: str) -> bool:
+    """Whether a Megatron key's first axis is the layer number (a parameter's, or its optimizer state's)."""
+    match = _OPTIM_STATE.match(key)
+    return (match.group(2) if match else key).startswith(_STACKED)
+
+
+def param_key(key: str) -> tuple[str, str | None] | None:
+    """(parameter key, optimizer state name or None) of a tensor key; None for an unconverted optimizer key."""
+    match = _OPTIM_STATE.match(key)
+    if match:
+        return match.group(2), match.group(1)
+    if key.startswith("optimizer."):
+        return None
+    return key, None
+
+
+def logical_name(key: str, layer: int | None) -> str | None:
+    """The logical name of (layer `layer` of) Megatron tensor `key`; None for an optimizer key not converted."""
+    found = param_key(key)
+    if found is None:
+        return None
+    fqn, state = found
+    if layer is not None:
+        fqn = f"{_STACKED}{layer}.{fqn[len(_STACKED) :]}"
+    return f"model.{fqn}" if state is None else f"optim.state.{fqn}.{state}"
+
+
+def logical_path(name: str) -> tuple[str, ...]:
+    """The nested state-dict path of a logical tensor (`("model", fqn)`, `("optim", "state", fqn, state)`), so a
+    torch.save export keeps Megatron's dotted keys whole."""
+    if name.startswith("optim.state."):
+        fqn, _, state = name[len("optim.state.") :].rpartition(".")
+        return ("optim", "state", fqn, state)
+    return ("model", name[len("model.") :])
+
+
+def megatron_key(name: str) -> tuple[str, int | None] | None:
+    """Inverse of `logical_name`: (Megatron key, layer or None); None when a logical tensor has no Megatron key."""
+    if name.startswith("model."):
+        fqn, state = name[len("model.") :], None
+    elif name.startswith("optim.state."):
+        fqn, _, state = name[len("optim.state.") :].rpartition(".")
+        if not fqn:
+            return None
+    else:
+        return None
+    layer = None
+    match = _LOGICAL_LAYER.match(fqn)
+    if match:
+        layer, fqn = int(match.group(1)), _STACKED + match.group(2)
+    return (fqn if state is None else f"optimizer.state.{state}.{fqn}"), layer
+
+
+def object_name(key: str) -> str:
+    """The logical name of a ShardedObject entry (its bytes are carried as they are)."""
+    return f"model.{key}"
+
+
+def object_key(name: str) -> str | None:
+    """Inverse of `object_name` (None for an entry with no place in a Megatron checkpoint)."""
+    return name[len("model.") :] if name.startswith("model.") and "/shard_" in name else None

@@ -1,0 +1,93 @@
+"""Megatron-Core `torch_dist` checkpoints, written by megatron-core on 2 gloo ranks (TP 2, PP 2, EP 2): read
+as megatron itself loads them, reshaped into our layouts and formats, and written back so that megatron's own
+`dist_checkpointing.load` reads the same values, bit for bit."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from ckpt_reshape import ParallelLayout, ReshapeError, compare, convert, open_checkpoint
+from ckpt_reshape.megatron_names import logical_name
+
+pytest.importorskip("megatron.core")
+LAYOUTS = ["tp2", "pp2", "ep2"]
+
+
+def _logical(reference: dict) -> dict[str, torch.Tensor]:
+    """megatron's loaded global tensors under logical names (one per layer of a stacked key)."""
+    out = {}
+    for key, tensor in reference.items():
+        if key.startswith("decoder.layers."):
+            out.update({logical_name(key, i): tensor[i] for i in range(tensor.shape[0])})
+        else:
+            out[logical_name(key, None)] = tensor
+    return out
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_megatron_checkpoint_reads_as_megatron_loads_it(megatron_dir: Path, layout: str, tmp_path: Path):
+    reference = _logical(torch.load(megatron_dir / f"{layout}.reference.pt", weights_only=True))
+    dst = tmp_path / "ours.dcp"
+    result = convert(megatron_dir / layout, dst, "dcp", ParallelLayout(dp=2, ep=2, fsdp=True))
+    assert result.tensors > len(reference)  # the weights plus Adam's two moments of each
+    with open_checkpoint(dst) as ours:
+        assert {n for n in ours.index.tensors if n.startswith("model.")} == set(reference)
+        assert "optim.state.decoder.layers.1.mlp.experts.experts.linear_fc1.weight.exp_avg_sq" in ours.index.tensors
+        for name, tensor in reference.items():
+            assert torch.equal(ours.read_tensor(name), tensor), name
+        experts = ours.index.tensors["model.decoder.layers.0.mlp.experts.experts.linear_fc1.weight"]
+        assert experts.shape == (4, 96, 32)  # global expert ids on dim 0, gate | up on dim 1
+
+
+def test_megatron_layouts_are_one_logical_checkpoint(megatron_dir: Path):
+    """TP 2, PP 2 and EP 2 of the same seeded model compare equal tensor for tensor (Adam's state included)."""
+    report = compare(megatron_dir / "tp2", megatron_dir / "ep2")
+    assert report.ok, report.problems
+    assert compare(megatron_dir / "pp2", megatron_dir / "tp2").ok
+
+
+@pytest.mark.slow
+def test_megatron_to_ours_to_hf_to_megatron_is_bitwise(megatron_dir: Path, megatron_writer, tmp_path: Path):
+    """Megatron (TP 2) -> our DCP (dp=2, ep=2, FSDP) -> HF safetensors -> Megatron, loaded by megatron itself."""
+    from megatron.core import parallel_state
+    from strict_devices import one_rank_group
+
+    ours, hf, back = tmp_path / "ours.dcp", tmp_path / "hf", tmp_path / "megatron"
+    convert(megatron_dir / "tp2", ours, "dcp", ParallelLayout(dp=2, ep=2, fsdp=True))
+    convert(ours, hf, "hf")
+    result = convert(hf, back, "megatron", ParallelLayout(dp=2, ep=2))  # experts in two ranks' files
+    assert (back / "metadata.json").is_file() and (back / "common.pt").is_file()
+    assert compare(megatron_dir / "tp2", back).ok  # HF carries weights only: the rest is noted, not a problem
+    with one_rank_group(tmp_path):
+        parallel_state.initialize_model_parallel(1, 1)
+        try:
+            loaded = megatron_writer.load_reference(back)
+        finally:
+            parallel_state.destroy_model_parallel()
+    reference = torch.load(megatron_dir / "tp2.reference.pt", weights_only=True)
+    assert set(loaded) == set(reference) and result.tensors == len(_logical(reference))
+    for key, tensor in reference.items():
+        assert torch.equal(loaded[key], tensor), key
+
+
+def test_distributed_optimizer_state_is_refused_by_name(megatron_dir: Path, tmp_path: Path):
+    """`zaya ckpt convert` detects the format, refuses in one line, writes nothing; --model-only converts."""
+    from ckpt_reshape.cli import app
+    from typer.testing import CliRunner
+
+    done = CliRunner().invoke(app, ["convert", str(megatron_dir / "distopt"), str(tmp_path / "out"), "--to", "dcp"])
+    assert done.exit_code == 2 and "optimizer state not converted, use --model-only" in done.output
+    assert "optimizer.distributed.dp_group_idx_" in done.output and len(done.output.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    result = convert(megatron_dir / "distopt", tmp_path / "out", "dcp", model_only=True)
+    assert result.tensors == len(_logical(torch.load(megatron_dir / "tp2.reference.pt", weights_only=True)))
+
+
+def test_megatron_writer_refuses_a_tensor_with_no_megatron_key(write_dcp, tmp_path: Path):
+    """A tensor outside model.* and optim.state.* has no Megatron key: one line, nothing at the destination."""
+    state = {"model": {"decoder.final_layernorm.weight": torch.ones(4)}, "ema": {"decay": torch.ones(4)}}
+    src = write_dcp(state, tmp_path / "src.dcp")
+    with pytest.raises(ReshapeError, match=r"'ema\.decay' .* has no Megatron key") as err:
+        convert(src, tmp_path / "m", "megatron")
+    assert "\n" not in str(err.value) and not (tmp_path / "m").exists()
+    assert not list(tmp_path.glob(".tmp*"))
