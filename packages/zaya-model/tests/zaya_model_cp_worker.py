@@ -50,10 +50,14 @@ class CollectiveBytes:
         self.all_gather, self.all_reduce = dist.all_gather, dist.all_reduce
 
     def install(self) -> None:
+        # Not traced by torch.compile (a compiled block would guard on the counters' values and recompile each
+        # time they grow); the collectives they wrap break the graph there anyway.
+        @torch.compiler.disable
         def all_gather(outputs, tensor, *args, **kwargs):
             self.gathered += sum(t.numel() * t.element_size() for t in outputs)
             return self.all_gather(outputs, tensor, *args, **kwargs)
 
+        @torch.compiler.disable
         def all_reduce(tensor, *args, **kwargs):
             self.reduced += tensor.numel() * tensor.element_size()
             return self.all_reduce(tensor, *args, **kwargs)

@@ -92,6 +92,26 @@ def test_stdlib_corpus_is_present_and_excludes_site_packages():
     assert docs[0].path.is_relative_to(stdlib_root())
 
 
+@pytest.mark.parametrize(
+    "glob, exclude",
+    [
+        ("**/*.py", ["**/site-packages/**", "**/test/**", "**/tests/**"]),
+        ("test/**/*.py", []),
+        ("email/**/*.py", ["/email/mime/**"]),
+        ("*.py", ["*/json/*"]),
+    ],
+)
+def test_documents_are_what_pathlib_glob_finds_less_the_excluded_folders(glob, exclude):
+    """The walk that skips excluded folders finds exactly pathlib's glob less the excluded files, in its order."""
+    from zaya_train.data.corpus import _excluded
+
+    root = stdlib_root()
+    want = [p for p in sorted(root.glob(glob)) if p.is_file() and p.stat().st_size > 0]
+    want = [p.relative_to(root).as_posix() for p in want if not _excluded(p.relative_to(root).as_posix(), exclude)]
+    got = [d.name for d in list_documents(SourceConfig(path="stdlib", glob=glob, exclude=exclude))]
+    assert got == want and got
+
+
 def test_missing_and_empty_data_fail_with_clear_errors(tmp_path):
     with pytest.raises(ZayaTrainError, match="does not exist"):
         list_documents(SourceConfig(path=str(tmp_path / "nope")))
