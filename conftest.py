@@ -2,6 +2,7 @@
 tests (full-size checks whose results BENCHMARKS.md records) run only with ZAYA_EXHAUSTIVE=1."""
 
 import os
+import sys
 
 # pytest-xdist runs one process per core; more threads per process only oversubscribes the CPU.
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -10,6 +11,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Cache compiled bytecode, as Python does by default: this machine's environment sets PYTHONDONTWRITEBYTECODE=1,
+# and then every process the tests start compiles the workspace's sources again, and each xdist worker rewrites
+# every test module's asserts again (~4 s of collection per worker). __pycache__ is git-ignored and left out of
+# every content hash (tests/artifact_cache.py).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 import pytest  # noqa: E402
 from slow_first import load_durations, slowest_first  # noqa: E402  (tests/ is on pytest's pythonpath)
