@@ -20,7 +20,7 @@ LAYOUTS = [
     ParallelLayout(dp=3, fsdp=True),
     ParallelLayout(),
 ]
-SUFFIX = {"dcp": "dcp", "zarr": "zarr", "hf": "hf", "torch": "pt", "megatron": "megatron"}
+SUFFIX = {"dcp": "dcp", "zarr": "zarr", "hf": "hf", "torch": "pt", "megatron": "megatron", "torchtitan": "torchtitan"}
 
 
 @pytest.mark.parametrize("src_fmt", FORMATS)

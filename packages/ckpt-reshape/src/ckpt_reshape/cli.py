@@ -89,7 +89,7 @@ def inspect_cmd(
 def convert_cmd(
     src: Path = typer.Argument(..., help="Source checkpoint (any format; never modified)"),
     dst: Path = typer.Argument(..., help="Destination (folder, or file for --to torch)"),
-    to: str = typer.Option(..., "--to", help="Target format: dcp|zarr|hf|torch|megatron"),
+    to: str = typer.Option(..., "--to", help="Target format: dcp|zarr|hf|torch|megatron|torchtitan"),
     layout: str = typer.Option(
         None, "--layout", help="Target layout, e.g. dp=4,tp=2,pp=1,ep=2,fsdp=1 (default: source's)"
     ),

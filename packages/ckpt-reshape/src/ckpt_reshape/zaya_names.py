@@ -113,4 +113,10 @@ def default_split_table(index: CheckpointIndex, cfg=None) -> SplitTable:
 
 def generic_table() -> SplitTable:
     """Any other model: stacked tensors under an `experts` module are split by global expert id; no TP."""
-    return SplitTable([("*.experts.*", SplitSpec(expert=True))], source="generic (EP for `experts.*`, no TP)")
+    from ckpt_reshape.torchtitan_names import EXPERTS_PATTERN
+
+    experts = SplitSpec(expert=True)
+    return SplitTable(
+        [("*.experts.*", experts), (EXPERTS_PATTERN, experts)],
+        source="generic (EP for `experts.*` and torchtitan's `routed_experts.*`, no TP)",
+    )

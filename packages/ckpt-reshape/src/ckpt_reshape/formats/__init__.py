@@ -10,17 +10,19 @@ from ckpt_reshape.formats.dcp import DcpReader, DcpWriter, is_dcp_folder
 from ckpt_reshape.formats.hf import HfReader, HfWriter, is_hf_folder
 from ckpt_reshape.formats.megatron import MegatronReader, MegatronWriter
 from ckpt_reshape.formats.torch_file import TorchFileReader, TorchFileWriter, is_torch_file
+from ckpt_reshape.formats.torchtitan import TorchtitanReader, TorchtitanWriter, is_torchtitan_folder
 from ckpt_reshape.formats.zarr_format import ZarrReader, ZarrWriter, is_zarr_folder
 from ckpt_reshape.megatron_names import is_megatron_folder
 from ckpt_reshape.train_root import resolve_zaya_train_root
 
-FORMATS = ("dcp", "zarr", "hf", "torch", "megatron")
+FORMATS = ("dcp", "zarr", "hf", "torch", "megatron", "torchtitan")
 WRITERS: dict[str, type[CheckpointWriter]] = {
     "dcp": DcpWriter,
     "zarr": ZarrWriter,
     "hf": HfWriter,
     "torch": TorchFileWriter,
     "megatron": MegatronWriter,
+    "torchtitan": TorchtitanWriter,
 }
 _READERS: dict[str, type[CheckpointReader]] = {
     "dcp": DcpReader,
@@ -28,6 +30,7 @@ _READERS: dict[str, type[CheckpointReader]] = {
     "hf": HfReader,
     "torch": TorchFileReader,
     "megatron": MegatronReader,
+    "torchtitan": TorchtitanReader,
 }
 
 
@@ -38,6 +41,8 @@ def detect_format(path: Path) -> str:
         raise ReshapeError(f"{path}: no such file or folder")
     if is_megatron_folder(path):  # a DCP folder too: checked first
         return "megatron"
+    if is_torchtitan_folder(path):
+        return "torchtitan"
     if is_dcp_folder(path):
         return "dcp"
     if is_zarr_folder(path):
@@ -47,7 +52,7 @@ def detect_format(path: Path) -> str:
     if is_torch_file(path):
         return "torch"
     raise ReshapeError(
-        f"{path}: unknown checkpoint format; expected a DCP folder (.metadata), a Megatron torch_dist folder (.metadata + metadata.json), a zarr v3 group (zarr.json), "
+        f"{path}: unknown checkpoint format; expected a DCP folder (.metadata), a Megatron torch_dist folder (.metadata + metadata.json), a torchtitan step folder, a zarr v3 group (zarr.json), "
         "an HF folder (*.safetensors, model.safetensors.index.json) or a torch.save file"
     )
 

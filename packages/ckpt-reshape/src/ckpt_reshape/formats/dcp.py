@@ -71,14 +71,19 @@ class DcpReader(CheckpointReader):
         self._files = OpenFiles(self.path)  # reader threads open files concurrently; each is opened once
         planner = self.metadata.planner_data if isinstance(self.metadata.planner_data, dict) else {}
         self._chunks: dict[str, list[tuple[ChunkStorageMetadata, _StorageInfo]]] = {}
-        for name, item in self.metadata.state_dict_metadata.items():
-            self.index.paths[name] = tuple(planner.get(name, name.split(".")))
+        self._keys: dict[str, str] = {}  # logical name -> DCP key, where they differ (see `_logical_name`)
+        for key, item in self.metadata.state_dict_metadata.items():
+            path = tuple(planner.get(key, key.split(".")))
+            name = self._logical_name(key, path)
+            if name != key:
+                self._keys[name] = key
+            self.index.paths[name] = self._logical_path(name, path)
             if isinstance(item, BytesStorageMetadata):
                 self.index.objects.append(name)
-                self._storage(name, MetadataIndex(name))
+                self._storage(name, MetadataIndex(key))
                 continue
             self.index.tensors[name] = TensorMeta(name, tuple(item.size), item.properties.dtype)
-            chunks = [(chunk, self._storage(name, MetadataIndex(name, chunk.offsets))) for chunk in item.chunks]
+            chunks = [(chunk, self._storage(name, MetadataIndex(key, chunk.offsets))) for chunk in item.chunks]
             covered = sum(_numel(c.sizes) for c, _ in chunks)
             if covered != _numel(item.size):
                 raise ReshapeError(
@@ -89,6 +94,15 @@ class DcpReader(CheckpointReader):
         self.sidecar = read_sidecar(self.path)
         self.index.layout = layout_from_sidecar(self.sidecar) or self._train_layout()
         self.index.hf_config = (self.sidecar or {}).get("hf_config")
+
+    def _logical_name(self, key: str, path: tuple) -> str:
+        """The logical name of DCP key `key` (nested path `path`): the key itself; other frameworks' names
+        (torchtitan's) are mapped by their readers."""
+        return key
+
+    def _logical_path(self, name: str, path: tuple) -> tuple:
+        """The nested state-dict path of logical entry `name` (stored at `path`): the same."""
+        return path
 
     def _read_metadata(self) -> Metadata:
         """The folder's `.metadata`, through zaya-config's restricted unpickler."""
@@ -197,7 +211,7 @@ class DcpReader(CheckpointReader):
 
     def read_object(self, name: str) -> bytes:
         """Raw `torch.save` bytes of a non-tensor entry."""
-        info = self.metadata.storage_data[MetadataIndex(name)]
+        info = self.metadata.storage_data[MetadataIndex(self._keys.get(name, name))]
         data = os.pread(self._fd(info.relative_path), info.length, info.offset)
         if len(data) != info.length:
             raise ReshapeError(f"{self.path / info.relative_path}: entry {name!r} is truncated")
@@ -245,9 +259,10 @@ class DcpWriter(CheckpointWriter):
             offsets = save_skeleton(placeholder(piece.sizes, meta.dtype), stream, Path(stream.name))
             placed.append((piece, stream.fileno(), offsets[()]))
             relative = Path(stream.name).name
-            self._storage[MetadataIndex(name, piece.offsets, i)] = _StorageInfo(relative, start, stream.tell() - start)
+            key = MetadataIndex(self._key(name), piece.offsets, i)
+            self._storage[key] = _StorageInfo(relative, start, stream.tell() - start)
             chunks.append(ChunkStorageMetadata(offsets=torch.Size(piece.offsets), sizes=torch.Size(piece.sizes)))
-        self._state_meta[name] = TensorStorageMetadata(
+        self._state_meta[self._key(name)] = TensorStorageMetadata(
             properties=TensorProperties(dtype=meta.dtype), size=torch.Size(meta.shape), chunks=chunks
         )
         return placed
@@ -283,26 +298,34 @@ class DcpWriter(CheckpointWriter):
         stream = self._file(0)
         start = stream.tell()
         stream.write(payload)
-        self._storage[MetadataIndex(name)] = _StorageInfo(Path(stream.name).name, start, len(payload))
-        self._state_meta[name] = BytesStorageMetadata()
+        self._storage[MetadataIndex(self._key(name))] = _StorageInfo(Path(stream.name).name, start, len(payload))
+        self._state_meta[self._key(name)] = BytesStorageMetadata()
 
-    def _metadata_order(self) -> list[str]:
+    def _key(self, name: str) -> str:
+        """The DCP key logical entry `name` is stored under: its name (other frameworks' writers map it)."""
+        return name
+
+    def _path(self, name: str) -> tuple:
+        """The nested state-dict path of entry `name` (what `dcp.load` unflattens by)."""
+        return self.index.path_of(name)
+
+    def _metadata_keys(self) -> list[str]:
         """The keys of `.metadata`, in the order of the index (tensors, then objects)."""
-        return [*self.index.tensors, *self.index.objects]
+        return [self._key(n) for n in [*self.index.tensors, *self.index.objects]]
 
-    def _planner_data(self, order: list[str]) -> dict | None:
-        """Each key's nested state-dict path (what `dcp.load` unflattens by)."""
-        return {k: self.index.path_of(k) for k in order}
+    def _planner_data(self) -> dict | None:
+        """Each key's nested state-dict path."""
+        return {self._key(n): self._path(n) for n in [*self.index.tensors, *self.index.objects]}
 
     def finish(self, sidecar: dict) -> None:
         for stream in self._files.values():
             stream.flush()
             self.fsync(stream.fileno())
             stream.close()
-        order = self._metadata_order()
+        order = self._metadata_keys()
         metadata = Metadata(
             state_dict_metadata={k: self._state_meta[k] for k in order if k in self._state_meta},
-            planner_data=self._planner_data(order),
+            planner_data=self._planner_data(),
             storage_data=self._storage,
             storage_meta=StorageMeta(),
             version="1.0.0",

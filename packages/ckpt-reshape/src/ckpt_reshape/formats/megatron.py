@@ -211,10 +211,10 @@ class MegatronWriter(DcpWriter):
             return
         super().write_object(key, payload)
 
-    def _metadata_order(self) -> list[str]:
+    def _metadata_keys(self) -> list[str]:
         return list(self._state_meta)
 
-    def _planner_data(self, order: list[str]) -> dict | None:
+    def _planner_data(self) -> dict | None:
         return None  # as megatron writes it: its keys are flat
 
     def finish(self, sidecar: dict) -> None:
