@@ -68,12 +68,9 @@ def torchtitan_key(name: str) -> tuple[str, tuple] | None:
     return None
 
 
-def looks_like_torchtitan(path: Path, keys: list[str], paths: dict, written_as: str | None = None) -> bool:
-    """A DCP folder torchtitan wrote (or ckpt-reshape wrote as torchtitan's: `written_as`, from its sidecar):
-    none of our `model.` / `optim.` names, and torchtitan's step folder name (`step-<N>`) or its optimizer
-    entries (path `("optimizer", ...)`)."""
-    if written_as is not None:
-        return written_as == "torchtitan"
+def looks_like_torchtitan(path: Path, keys: list[str], paths: dict) -> bool:
+    """A DCP folder torchtitan wrote: none of our `model.` / `optim.` names, and torchtitan's step folder name
+    (`step-<N>`) or its optimizer entries (path `("optimizer", ...)`)."""
     if any(k.startswith(("model.", "optim.")) for k in keys):
         return False
     if _STEP_FOLDER.match(Path(path).name):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zaya_config.train_checkpoint.manifest import find_manifest
+
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import read_sidecar
 from ckpt_reshape.formats.dcp import DcpReader, DcpWriter, is_dcp_folder
@@ -21,6 +23,11 @@ def is_torchtitan_folder(path: Path) -> bool:
     """A DCP folder whose entries are torchtitan's (see `torchtitan_names.looks_like_torchtitan`)."""
     if not is_dcp_folder(path):
         return False
+    sidecar = read_sidecar(Path(path))
+    if sidecar is not None:  # ckpt-reshape wrote it: the sidecar names the format, no need to read .metadata
+        return sidecar.get("checkpoint_format") == "torchtitan"
+    if find_manifest(Path(path)) is not None:  # a zaya-train step folder
+        return False
     from zaya_config.train_checkpoint.dcp_metadata import read_dcp_metadata
 
     try:
@@ -28,8 +35,7 @@ def is_torchtitan_folder(path: Path) -> bool:
     except (OSError, ValueError):
         return False  # the DCP reader reports what is wrong with it
     paths = metadata.planner_data if isinstance(metadata.planner_data, dict) else {}
-    written_as = (read_sidecar(Path(path)) or {}).get("checkpoint_format")
-    return looks_like_torchtitan(Path(path), list(metadata.state_dict_metadata), paths, written_as)
+    return looks_like_torchtitan(Path(path), list(metadata.state_dict_metadata), paths)
 
 
 class TorchtitanReader(DcpReader):
