@@ -53,3 +53,26 @@ def test_bench_reshape_only_runs_the_chosen_conversions_after_uncounted_warmup(t
     assert set(runs) == {"cp -r", "cp -r + fsync", "import baseline", "convert dcp->torch --no-fsync"}
     assert all(len(run["work_s_samples"]) == 2 for run in runs.values())  # the warm-up round is not counted
     assert done.stdout.count("[warm-up 1/1]") == 4
+
+
+E2E = SCRIPT.with_name("bench_e2e.py")
+
+
+@pytest.mark.slow
+def test_bench_e2e_smoke(tmp_path: Path):
+    """The end-to-end benchmark (start-up included) at 2 MB, one counted round, driven in-process (its timed jobs
+    are still fresh processes): a record per size with every job, and the plot."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_e2e", E2E)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = bench.run(tmp_path, [2], repeats=1, work=tmp_path / "work", warmup=0)
+    record = json.loads((tmp_path / "bench_e2e.json").read_text())["sizes"]["2"]
+    assert record == json.loads(json.dumps(results["sizes"]["2"]))
+    assert set(record["median_s"]) == {
+        "cp -r",
+        "zaya ckpt convert --no-fsync",
+        "start-up (import ckpt_reshape.convert)",
+    }
+    assert record["bytes"] >= 2 * 2**20 and (tmp_path / "bench_e2e.png").stat().st_size > 0
