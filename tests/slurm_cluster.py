@@ -13,6 +13,20 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER = REPO / "infra" / "slurm" / "cluster.sh"
 SLURM_CONF = REPO / ".slurm" / "etc" / "slurm.conf"
+# The smallest pretrain run: 3 steps of zaya1-tiny (2 of 16 x 128, 1 of 16 x 256), a checkpoint every 2.
+TINY_PRETRAIN = [
+    "recipe.phases.0.tokens=4096",
+    "recipe.phases.1.tokens=4096",
+    "train.data.sources.library.max_files=60",
+    "train.data.sources.tests.max_files=80",
+    "train.data.val_fraction=0.15",
+    "train.eval.every_steps=100",
+    "train.eval.sequences=4",
+    "train.eval.sample_tokens=4",
+    "train.eval.downstream.limit=4",
+    "train.checkpoint.every_steps=2",
+    "train.plots=false",
+]
 
 
 def slurm_env() -> dict[str, str]:

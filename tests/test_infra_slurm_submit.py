@@ -8,23 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurm_cluster import slurm_env
+from slurm_cluster import TINY_PRETRAIN, slurm_env
 
 ZAYA = str(Path(sys.executable).with_name("zaya"))
-# The smallest pretrain run: 3 steps of zaya1-tiny (2 of 16 x 128, 1 of 16 x 256), a checkpoint every 2.
-TINY_PRETRAIN = [
-    "recipe.phases.0.tokens=4096",
-    "recipe.phases.1.tokens=4096",
-    "train.data.sources.library.max_files=60",
-    "train.data.sources.tests.max_files=80",
-    "train.data.val_fraction=0.15",
-    "train.eval.every_steps=100",
-    "train.eval.sequences=4",
-    "train.eval.sample_tokens=4",
-    "train.eval.downstream.limit=4",
-    "train.checkpoint.every_steps=2",
-    "train.plots=false",
-]
 
 
 @pytest.mark.slow

@@ -41,7 +41,8 @@ render_config() {
   mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / NODES / 2 ))
   for name in $(node_names); do
     port=$((CTLD_PORT + k))
-    nodes+="NodeName=$name NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=$port CPUs=$CPUS RealMemory=$mem State=UNKNOWN"$'\n'
+    # Weight=K: jobs get the lowest-numbered free nodes first (tests rely on which node a job lands on).
+    nodes+="NodeName=$name NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=$port CPUs=$CPUS RealMemory=$mem Weight=$k State=UNKNOWN"$'\n'
     k=$((k + 1))
   done
   local tmp=$CONF.tmp

@@ -73,6 +73,11 @@ def assemble_trainer(
             checkpoints = CheckpointManager(root, keep_last=cp.keep_last, async_save=cp.async_save, parts=parts,
                                             layout=checkpoint_layout(ctx))  # fmt: skip
             opened.append(checkpoints)
+        if train.cluster.straggler.enabled and ctx.world_size > 1:  # ranks compared at logging steps
+            from zaya_train.cluster.straggler import StragglerDetector
+
+            hooks.append(StragglerDetector(train.cluster.straggler, model, ctx.rank, ctx.world_size, ctx.device,
+                                           resilience.events))  # fmt: skip
         if train.eval.downstream.tasks:  # lm-eval tasks during training (the `eval` extra)
             from zaya_train.evals.hook import DownstreamEvalHook
 

@@ -10,6 +10,7 @@ from zaya_config.checks import in_range, non_negative, one_of, positive
 from zaya_config.errors import invalid
 from zaya_config.validated import ValidatedConfig
 
+from zaya_train.cluster.config import ClusterConfig
 from zaya_train.evals.config import DownstreamConfig
 from zaya_train.resilience.config import FaultsConfig, ResilienceConfig
 
@@ -211,6 +212,7 @@ class TrainConfig(ValidatedConfig):
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     resilience: ResilienceConfig = field(default_factory=ResilienceConfig)  # preemption, watchdog, NaN policy
     faults: FaultsConfig = field(default_factory=FaultsConfig)  # fault injection (tests, soak runs)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)  # straggler detection (zaya_train.cluster)
     eval: EvalConfig = field(default_factory=EvalConfig)
     plots: bool = True
 

@@ -11,3 +11,5 @@ class ExitCode(IntEnum):
     PREEMPT_TIMEOUT = 73  # SIGTERM's grace time ran out before the save finished
     CRASH_LOOP = 74  # the same step failed repeatedly across restarts; see crash_loop.json
     ANOMALY_LIMIT = 75  # too many loss spikes / NaNs in a row, or too many rollbacks
+    NODE_UNHEALTHY = 76  # a node failed its health check before the run (zaya_train.cluster.health)
+    STRAGGLER = 77  # a straggler rank was found and action=stop: saved, resubmit without its node

@@ -1,0 +1,89 @@
+"""The Slurm commands the supervisor uses (sbatch, scontrol, sinfo, srun), each one subprocess call.
+
+Job states come from `scontrol show job` (kept for MinJobAge after the end), not `sacct`: a cluster without
+accounting storage (the local one of infra/slurm) has no sacct.
+"""
+
+import shlex
+import subprocess
+from dataclasses import dataclass
+
+from zaya_train.errors import ZayaTrainError
+
+USABLE_STATES = ("idle", "mixed", "allocated", "completing")
+ACTIVE_STATES = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED")
+
+
+class SlurmError(ZayaTrainError):
+    """A Slurm command failed; the message has the command and its stderr."""
+
+
+def run(cmd: list[str], timeout: float = 60.0) -> str:
+    """stdout of a Slurm command, or SlurmError with what it said."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as err:
+        raise SlurmError(f"{cmd[0]} not found: is Slurm installed (make slurm-up) and on PATH?") from err
+    if proc.returncode != 0:
+        raise SlurmError(f"{shlex.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+@dataclass
+class JobInfo:
+    """What the supervisor needs of a job: its state, exit code, signal, nodes and requeue count."""
+
+    job_id: str
+    state: str
+    exit_code: int
+    signal: int
+    nodes: list[str]
+    restarts: int
+    reason: str
+
+    @property
+    def active(self) -> bool:
+        """Not ended yet (pending, running, requeued after a preemption ...)."""
+        return self.state in ACTIVE_STATES
+
+
+def hostnames(nodelist: str) -> list[str]:
+    """zaya-n[1-2] -> [zaya-n1, zaya-n2] (Slurm's own expansion)."""
+    if not nodelist or nodelist == "(null)":
+        return []
+    return run(["scontrol", "show", "hostnames", nodelist]).split()
+
+
+def job_info(job_id: str) -> JobInfo:
+    """The job's record from `scontrol show job -o`."""
+    fields = dict(item.split("=", 1) for item in run(["scontrol", "show", "job", "-o", job_id]).split() if "=" in item)
+    code, _, sig = fields.get("ExitCode", "0:0").partition(":")
+    return JobInfo(job_id, fields.get("JobState", "UNKNOWN"), int(code), int(sig or 0),
+                   hostnames(fields.get("NodeList", "")), int(fields.get("Restarts", "0")),
+                   fields.get("Reason", ""))  # fmt: skip
+
+
+def usable_nodes(partition: str | None) -> list[str]:
+    """Nodes that can take a job now (not down, drained or draining)."""
+    cmd = ["sinfo", "-h", "-N", "-o", "%N %T"] + (["-p", partition] if partition else [])
+    nodes = []
+    for line in run(cmd).splitlines():
+        name, state = line.split()
+        if state.rstrip("*~#!%$@^-+") in USABLE_STATES and name not in nodes:
+            nodes.append(name)
+    return nodes
+
+
+def drain(node: str, reason: str) -> None:
+    """Take a node out of scheduling with the reason (an admin's right: SlurmUser or root)."""
+    run(["scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason[:200]}"])
+
+
+def sbatch(args: list[str]) -> str:
+    """Submit; returns the job id."""
+    return run(["sbatch", "--parsable", *args]).strip().split(";")[0]
+
+
+def cancel(job_id: str) -> None:
+    """Cancel a job (the supervisor interrupted)."""
+    run(["scancel", job_id])

@@ -1,0 +1,106 @@
+"""Cluster-level fault tolerance against the local Slurm cluster (`make slurm-up`), through the supervisor
+(`python -m zaya_train.cluster.supervise`), plus the parts that need no cluster (nvidia-smi parsing, the
+straggler rule, bad options).
+
+The cluster run, one supervisor for all of it: job 1 on zaya-n1 + zaya-n2, where zaya-n1's checkpoint-room
+check fails (a real free-space comparison, given a test reserve) -> drained with the reason, resubmitted
+without it; job 2 on zaya-n2 + zaya-n3 (torchrun under srun, 2 nodes, gloo), rank 1 sleeps in every forward ->
+named a straggler in events.jsonl, saves and stops -> zaya-n3 drained; job 3 on zaya-n2 alone (1 node)
+resumes from job 2's checkpoint and finishes."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from slurm_cluster import REPO, TINY_PRETRAIN, resume_nodes, slurm_env
+from zaya_config.errors import ZayaConfigError
+from zaya_train.cluster.config import StragglerConfig
+from zaya_train.cluster.nvidia import parse_problems
+from zaya_train.cluster.straggler import stragglers
+from zaya_train.cluster.supervise import main as supervise_main
+from zaya_train.resilience.events import read_events
+
+# nvidia-smi --query-gpu=index,ecc.errors.uncorrected.volatile.total,clocks.sm,clocks.max.sm
+#   --format=csv,noheader,nounits, in its format (GPU 2: ECC errors; GPU 3: clocked down under load; GPU 4: ECC off)
+NVIDIA_SMI = "0, 0, 1980, 1980\n1, 0, 1755, 1980\n2, 3, 1980, 1980\n3, 0, 345, 1980\n4, [N/A], 1980, 1980\n"
+SUPERVISE = [sys.executable, "-m", "zaya_train.cluster.supervise"]
+FAST = ["--nproc", "1", "--backoff-s", "0.2", "--poll-s", "0.3", "--time-min", "5"]
+
+
+def test_nvidia_smi_ecc_and_clock_problems_are_named():
+    problems = parse_problems(NVIDIA_SMI, min_clock_fraction=0.5)
+    assert [(p.index, p.reason) for p in problems] == [
+        (2, "3 uncorrectable ECC errors (volatile)"),
+        (3, "SM clock 345 MHz < 50% of 1980"),
+    ]
+    with pytest.raises(ValueError, match="expected 4 fields"):
+        parse_problems("0, 0, 1980\n", 0.5)
+
+
+def test_straggler_rule_and_its_keys_are_validated():
+    assert stragglers([1.0, 1.1, 3.0, 0.9], k=1.5) == [2]
+    assert stragglers([1.0, 1.0], k=1.5) == []
+    for bad, key in (({"k": 1.0}, "k"), ({"m": 0}, "m"), ({"action": "drain"}, "action"),
+                     ({"test_sleep_s": 0.1}, "test_sleep_rank")):  # fmt: skip
+        with pytest.raises(ZayaConfigError, match=f"^invalid config: {key} = "):
+            StragglerConfig(**bad).validate()
+
+
+def test_supervisor_bad_option_is_one_line(capsys):
+    assert supervise_main(["--nodes", "2", "--min-nodes", "3"]) == 2
+    assert capsys.readouterr().err == "supervisor: invalid config: min_nodes = 3; allowed: an integer <= nodes (2)\n"
+
+
+@pytest.mark.slow
+def test_retry_budget_spent_is_one_line(tmp_path):
+    env = slurm_env()
+    reserve = [arg for n in (1, 2, 3) for arg in ("--test-reserve", f"zaya-n{n}=10000000000000000")]
+    proc = subprocess.run([*SUPERVISE, "--run-dir", str(tmp_path / "run"), "--nodes", "1", "--max-retries", "0",
+                           "--no-drain", *FAST, "--health-args", " ".join(["--min-free-bytes", "1000", *reserve]),
+                           "--", f"paths.root_dir={tmp_path}", *TINY_PRETRAIN],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        "supervisor: gave up: retry budget spent: 1 job(s), 0 resubmission(s); "
+        "failures: failed: a node failed its health check (exit 76)"
+    )
+    assert [e["kind"] for e in read_events(tmp_path / "run")][-1] == "gave_up"
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_unhealthy_node_and_straggler_are_drained_and_the_run_finishes_without_them(tmp_path):
+    env = slurm_env()
+    run_dir = tmp_path / "run"
+    health = "--min-free-bytes 1000 --test-reserve zaya-n1=10000000000000000"
+    straggler = ["logging.log_every_steps=1", "train.cluster.straggler.m=2", "train.cluster.straggler.action=stop",
+                 "train.cluster.straggler.test_sleep_s=0.1", "train.cluster.straggler.test_sleep_rank=1"]  # fmt: skip
+    try:
+        proc = subprocess.run([*SUPERVISE, "--run-dir", str(run_dir), "--nodes", "2", *FAST, "--health-args", health,
+                               "--", f"paths.root_dir={tmp_path}", "train.device=cpu", *TINY_PRETRAIN, *straggler],
+                              env=env, cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+        drained = subprocess.run(["sinfo", "-h", "-N", "-R", "-o", "%N|%E"], env=env, capture_output=True,
+                                 text=True).stdout  # fmt: skip
+    finally:
+        resume_nodes(env, ["zaya-n1", "zaya-n3"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[-1].startswith("supervisor: run finished in job ")
+    events = read_events(run_dir)
+    submitted = [e for e in events if e["kind"] == "job_submitted"]
+    assert [(e["nodes"], e["exclude"]) for e in submitted] == [(2, []), (2, ["zaya-n1"]), (1, ["zaya-n1", "zaya-n3"])]
+    excluded = {e["node"]: e["reason"] for e in events if e["kind"] == "node_excluded"}
+    assert excluded["zaya-n1"].startswith("checkpoint_room: ") and "test reserve" in excluded["zaya-n1"]
+    assert excluded["zaya-n3"].startswith("straggler: rank 1 ")
+    assert "zaya-n1|zaya job" in drained and "checkpoint_room" in drained and "zaya-n3|zaya job" in drained
+    (found,) = [e for e in events if e["kind"] == "straggler"]
+    assert (
+        found["node"] == "zaya-n3" and found["straggler_rank"] == 1 and found["forward_ms"] > 1.5 * found["median_ms"]
+    )
+    report = json.loads((run_dir / "health" / f"job-{submitted[0]['job_id']}" / "zaya-n1.json").read_text())
+    assert not report["healthy"] and {c["name"]: c["ok"] for c in report["checks"]}["nvidia_smi"] is None
+    # Job 2 ran 2 ranks (two train states in its checkpoint); job 3 resumed from it on 1 node and finished.
+    assert len(list((run_dir / "checkpoints" / "step_00000002").glob("train-rank*.pkl"))) == 2
+    assert [e["step"] for e in events if e["kind"] == "restart"] == [2]
+    assert len(list((run_dir / "checkpoints" / "step_00000003").glob("train-rank*.pkl"))) == 1
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 3
