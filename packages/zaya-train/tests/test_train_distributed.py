@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -283,6 +284,16 @@ def test_zero1_checkpoint_resumes_on_another_world_size(runs, zero1_reference, t
     assert sorted(got["step_losses"]) == [4, 5]
     for step in (4, 5):
         assert got["step_losses"][step] == pytest.approx(ref["step_losses"][step], rel=1e-6, abs=0)
+    # counted: the samples (source, window) the resumed ranks read together are the uninterrupted run's, each
+    # as often, so across the change of data-parallel size none is repeated or skipped
+    assert sorted(got["picks"]) == [4, 5] and sorted(ref["picks"]) == [1, 2, 3, 4, 5]
+    assert {source for step in ref["picks"].values() for source, _ in step} == {"email", "json"}  # a mixture
+    for step in (4, 5):
+        assert len(got["picks"][step]) == 6 and Counter(got["picks"][step]) == Counter(ref["picks"][step]), step
+    read = Counter(p for step in (1, 2, 3) for p in ref["picks"][step]) + Counter(
+        p for step in (4, 5) for p in got["picks"][step]
+    )
+    assert read == Counter(p for step in ref["picks"].values() for p in step)
 
 
 @pytest.mark.distributed

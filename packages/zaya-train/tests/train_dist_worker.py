@@ -50,6 +50,40 @@ class Recorder(TrainerHook):
         self.start_step: int | None = None
         self.resumed_optim: dict[int, dict] = {}  # rank -> {fqn: {name: tensor}}
         self.losses: dict[int, float] = {}
+        self.picks: dict[int, list] = {}  # step -> this rank's (source, window) picks, as the sampler gave them
+
+    def _record_picks(self, trainer) -> None:
+        """Wrap the sampler's per-rank draw (a new sampler comes with each phase) to keep what this rank read."""
+        sampler = trainer.sampler
+        if getattr(sampler, "_recorded_by", None) is self:
+            return
+        draw = sampler.next_rank_picks
+
+        def recorded(*args, **kwargs):
+            picks = draw(*args, **kwargs)
+            self.picks.setdefault(trainer.progress.step + 1, []).extend(picks)
+            return picks
+
+        sampler.next_rank_picks, sampler._recorded_by = recorded, self
+
+    def all_ranks_picks(self) -> dict[int, list]:
+        """step -> every rank's picks in rank order: the samples the whole group read at that step."""
+        gathered = [self.picks]
+        if dist.is_initialized():
+            gathered = [None] * dist.get_world_size()
+            dist.all_gather_object(gathered, self.picks)
+        return {step: [p for rank in gathered for p in rank.get(step, [])] for step in sorted(self.picks)}
+
+    def attach(self, trainer) -> None:
+        """Record the picks of every draw: the trainer draws a step's rows before its hooks' `before_step`."""
+        draw_rows = trainer.next_batch
+
+        def next_batch():
+            self._record_picks(trainer)
+            return draw_rows()
+
+        trainer.next_batch = next_batch
+        trainer.hooks.append(self)
 
     def before_step(self, trainer) -> None:
         if self.start_step is not None:
@@ -143,8 +177,9 @@ def run_job(args: argparse.Namespace) -> None:
     trainer.log_every = 1
     trainer.show_progress = False
     recorder = Recorder(args.snapshot_at, args.snapshot)
-    trainer.hooks.append(recorder)
+    recorder.attach(trainer)
     summary = trainer.run()
+    picks = recorder.all_ranks_picks()
     full = _full_weights(trainer)
     trainer.close()
     # A fresh trainer on the same run dir resumes this strategy's sharded checkpoint of the last step.
@@ -170,6 +205,7 @@ def run_job(args: argparse.Namespace) -> None:
                 "start_step": recorder.start_step,
                 "step_losses": recorder.losses,
                 "resumed_optim": recorder.resumed_optim,
+                "picks": picks,
             },
             args.out,
         )
