@@ -3,24 +3,28 @@
 zaya_slurm_cpu preset, submitted at the same time (both commands are infra/README.md's, sizes appended)."""
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from readme_blocks import readme_command
 from slurm_cluster import TINY_PRETRAIN, slurm_env
 
 ZAYA = str(Path(sys.executable).with_name("zaya"))
+README = "infra/README.md"
 
 
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_memstudy_sweep_and_pretrain_run_as_slurm_jobs(tmp_path):
     env = slurm_env()
-    memstudy = [ZAYA, "run", "memstudy", "-m", "hydra/launcher=submitit_slurm", "memory=hbm3,ddr4",
-                "memstudy.sample_bytes=65536", "memstudy.plots=false", f"hydra.sweep.dir={tmp_path / 'ms'}"]  # fmt: skip
-    pretrain = [ZAYA, "run", "pretrain", "-m", "hydra/launcher=zaya_slurm_cpu", f"hydra.sweep.dir={tmp_path / 'pt'}",
-                f"paths.root_dir={tmp_path}", *TINY_PRETRAIN]  # fmt: skip
+    # infra/README.md's two commands as written (`zaya` from this venv), sizes and output folders appended
+    memstudy = [ZAYA, *shlex.split(readme_command(README, "zaya run memstudy -m "))[1:], "memstudy.sample_bytes=65536",
+                "memstudy.plots=false", f"hydra.sweep.dir={tmp_path / 'ms'}"]  # fmt: skip
+    pretrain = [ZAYA, *shlex.split(readme_command(README, "zaya run pretrain -m hydra/launcher=zaya_slurm_cpu"))[1:],
+                f"hydra.sweep.dir={tmp_path / 'pt'}", f"paths.root_dir={tmp_path}", *TINY_PRETRAIN]  # fmt: skip
     procs = [subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for cmd in (memstudy, pretrain)]  # fmt: skip
     outs = [p.communicate(timeout=300)[0] for p in procs]

@@ -88,6 +88,18 @@ SKIP = {
     "needs the reader's characterize run dir (<characterize run dir>); services/size/tests run it on a real one",
     ("infra/README.md", "zaya run pretrain -m hydra/launcher=zaya_slurm"): "multi-node: submits a job array to Slurm "
     "(the dry run below renders the same script)",
+    ("infra/README.md", "export SLURM_CONF="): "covered: tests/slurm_cluster.py sets it for every test that talks to "
+    "the local cluster",
+    ("infra/README.md", "sinfo"): "covered: tests/test_infra_slurm_cluster.py runs it as written (needs make slurm-up)",
+    ("infra/README.md", "squeue"): "covered: tests/test_infra_slurm_cluster.py runs it as written (needs make slurm-up)",
+    ("infra/README.md", "zaya run memstudy -m hydra/launcher=submitit_slurm"): "covered: tests/"
+    "test_infra_slurm_submit.py runs it as written on the local cluster, sizes appended",
+    ("infra/README.md", "zaya run pretrain -m hydra/launcher=zaya_slurm_cpu"): "covered: tests/"
+    "test_infra_slurm_submit.py runs it as written on the local cluster, the tiny sizes appended",
+    ("infra/README.md", "salloc -N 2 "): "interactive allocation; tests/test_infra_slurm_ft.py runs srun_torchrun.sh "
+    "on 2 nodes inside the supervisor's batch job (infra/slurm/pretrain_job.sh)",
+    ("infra/README.md", "python -m zaya_train.cluster.supervise "): "covered: tests/test_infra_slurm_ft.py runs the "
+    "supervisor on the local cluster (tiny sizes, fast backoff, an injected unhealthy node and straggler)",
     ("infra/torchrun/README.md", "NPROC=8 "): "GPU-only: 8 H200s",
     ("infra/torchrun/README.md", "NPROC=2 "): "covered: services/pretrain/tests/test_service_pretrain_torchrun.py runs "
     "single_node.sh with 2 gloo processes (FSDP2)",
