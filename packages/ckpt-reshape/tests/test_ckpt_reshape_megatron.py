@@ -2,6 +2,7 @@
 as megatron itself loads them, reshaped into our layouts and formats, and written back so that megatron's own
 `dist_checkpointing.load` reads the same values, bit for bit."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,19 @@ def test_megatron_writer_refuses_a_tensor_with_no_megatron_key(write_dcp, tmp_pa
         convert(src, tmp_path / "m", "megatron")
     assert "\n" not in str(err.value) and not (tmp_path / "m").exists()
     assert not list(tmp_path.glob(".tmp*"))
+
+
+def test_a_megatron_save_folder_stands_for_its_latest_iteration(megatron_dir: Path, tmp_path: Path):
+    """`latest_checkpointed_iteration.txt` picks `iter_<7 digits>/`, as megatron's loader does; a bad one is a line."""
+    from ckpt_reshape.cli import app
+    from typer.testing import CliRunner
+
+    root = tmp_path / "save"
+    shutil.copytree(megatron_dir / "ep2", root / "iter_0000003")
+    (root / "latest_checkpointed_iteration.txt").write_text("3\n")
+    with open_checkpoint(root) as reader:
+        assert reader.format_name == "megatron" and reader.path.name == "iter_0000003"
+    (root / "latest_checkpointed_iteration.txt").write_text("7\n")
+    done = CliRunner().invoke(app, ["convert", str(root), str(tmp_path / "out"), "--to", "dcp", "--quiet"])
+    assert done.exit_code == 2 and "names iteration 7, but" in done.output and "iter_0000007" in done.output
+    assert len(done.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

@@ -87,3 +87,12 @@ def test_torchtitan_itself_loads_what_we_write(reference: dict, tmp_path: Path):
         assert set(loaded[part]) == set(reference[part])
         assert all(torch.equal(loaded[part][k], v) for k, v in reference[part].items())
     shutil.rmtree(root)
+
+
+def test_torchtitans_checkpoint_folder_stands_for_its_newest_step(tmp_path: Path):
+    """`checkpoint/` with `step-<N>/` folders opens its newest step, the one torchtitan resumes from."""
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(STEP, folder / "step-10")
+    shutil.copytree(STEP, folder / "step-9")
+    with open_checkpoint(folder) as reader:
+        assert reader.format_name == "torchtitan" and reader.path.name == "step-10"

@@ -29,8 +29,11 @@ import json
 import re
 from pathlib import Path
 
+from ckpt_reshape.errors import ReshapeError
+
 MEGATRON_METADATA = "metadata.json"  # {"sharded_backend": "torch_dist", ...}, next to DCP's `.metadata`
 COMMON_NAME = "common.pt"
+TRACKER_NAME = "latest_checkpointed_iteration.txt"  # a Megatron save folder's pointer to its newest iter_NNNNNNN/
 COMMON_ENTRY = "megatron.common"
 OPTIMIZER_REFUSAL = "optimizer state not converted, use --model-only"
 _STACKED = "decoder.layers."  # keys whose first axis is the global layer number
@@ -110,3 +113,22 @@ def object_name(key: str) -> str:
 def object_key(name: str) -> str | None:
     """Inverse of `object_name` (None for an entry with no place in a Megatron checkpoint)."""
     return name[len("model.") :] if name.startswith("model.") and "/shard_" in name else None
+
+
+def resolve_megatron_root(path: Path) -> Path:
+    """A Megatron save folder (with `latest_checkpointed_iteration.txt`) stands for the iteration it names
+    (`iter_<7 digits>/`, or `release/`), as megatron's own loader reads it."""
+    tracker = Path(path) / TRACKER_NAME
+    if not tracker.is_file() or (Path(path) / ".metadata").exists():
+        return Path(path)
+    text = tracker.read_text(encoding="utf-8").strip()
+    if text != "release" and not text.isdigit():
+        raise ReshapeError(
+            f"{tracker}: holds {text!r}, not an iteration number or 'release'; fix it or pass the folder"
+        )
+    folder = Path(path) / ("release" if text == "release" else f"iter_{int(text):07d}")
+    if not folder.is_dir():
+        raise ReshapeError(
+            f"{tracker}: names iteration {text}, but {folder} does not exist; pass an existing iter_ folder"
+        )
+    return folder

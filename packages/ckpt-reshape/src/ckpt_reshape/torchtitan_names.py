@@ -25,7 +25,7 @@ from pathlib import Path
 OPTIMIZER, TRAIN_STATE = "optimizer", "train_state"
 MODEL_FREE = ("lr_scheduler", "dataloader", TRAIN_STATE)  # torchtitan's other top-level names
 EXPERTS_PATTERN = "*.routed_experts.*"  # its MoE experts: dim 0 is the global expert id
-_STEP_FOLDER = re.compile(r"^step-\d+$")
+_STEP_FOLDER = re.compile(r"^step-(\d+)$")
 
 
 def logical_name(key: str, path: tuple) -> str:
@@ -76,3 +76,17 @@ def looks_like_torchtitan(path: Path, keys: list[str], paths: dict) -> bool:
     if _STEP_FOLDER.match(Path(path).name):
         return True
     return any(tuple(paths.get(k, ()))[:1] == (OPTIMIZER,) for k in keys)
+
+
+def resolve_torchtitan_root(path: Path) -> Path:
+    """torchtitan's checkpoint folder (`step-<N>/` folders, each with a `.metadata`) stands for its newest step,
+    the one torchtitan itself resumes from."""
+    path = Path(path)
+    if not path.is_dir() or (path / ".metadata").exists():
+        return path
+    steps = [
+        (int(m.group(1)), p)
+        for p in path.iterdir()
+        if (m := _STEP_FOLDER.match(p.name)) and (p / ".metadata").is_file()
+    ]
+    return max(steps)[1] if steps else path

@@ -12,7 +12,8 @@ from ckpt_reshape.formats.megatron import MegatronReader, MegatronWriter
 from ckpt_reshape.formats.torch_file import TorchFileReader, TorchFileWriter, is_torch_file
 from ckpt_reshape.formats.torchtitan import TorchtitanReader, TorchtitanWriter, is_torchtitan_folder
 from ckpt_reshape.formats.zarr_format import ZarrReader, ZarrWriter, is_zarr_folder
-from ckpt_reshape.megatron_names import is_megatron_folder
+from ckpt_reshape.megatron_names import is_megatron_folder, resolve_megatron_root
+from ckpt_reshape.torchtitan_names import resolve_torchtitan_root
 from ckpt_reshape.train_root import resolve_zaya_train_root
 
 FORMATS = ("dcp", "zarr", "hf", "torch", "megatron", "torchtitan")
@@ -59,7 +60,7 @@ def detect_format(path: Path) -> str:
 
 def open_checkpoint(path: Path, fmt: str | None = None) -> CheckpointReader:
     """Open any supported checkpoint for reading (format detected unless given)."""
-    path = resolve_zaya_train_root(Path(path))
+    path = resolve_torchtitan_root(resolve_megatron_root(resolve_zaya_train_root(Path(path))))
     fmt = fmt or detect_format(path)
     if fmt not in _READERS:
         raise ReshapeError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
