@@ -108,3 +108,12 @@ def test_a_megatron_save_folder_stands_for_its_latest_iteration(megatron_dir: Pa
     done = CliRunner().invoke(app, ["convert", str(root), str(tmp_path / "out"), "--to", "dcp", "--quiet"])
     assert done.exit_code == 2 and "names iteration 7, but" in done.output and "iter_0000007" in done.output
     assert len(done.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_megatron_layer_stack_with_a_hole_is_refused(write_dcp, tmp_path: Path):
+    """Megatron stores a layer tensor stacked over every layer: layers 0 and 2 without 1 cannot be one."""
+    layers = {f"decoder.layers.{i}.mlp.router.weight": torch.ones(4, 8) for i in (0, 2)}
+    src = write_dcp({"model": layers}, tmp_path / "src.dcp")
+    with pytest.raises(ReshapeError, match=r"'decoder\.layers\.mlp\.router\.weight': layers \[1\] are missing"):
+        convert(src, tmp_path / "m", "megatron")
+    assert not (tmp_path / "m").exists()
