@@ -1,11 +1,15 @@
 """The local Slurm cluster of `make slurm-up` (infra/slurm/cluster.sh), for the tests that submit to it.
 
 Without it those tests skip with the reason, so a developer's `make test` passes; under `.ci/run`
-(ZAYA_REQUIRE_SLURM=1, set after `make slurm-up`) a missing cluster fails them instead.
+(ZAYA_REQUIRE_SLURM=1, set after `make slurm-up`) a missing cluster fails them instead. They submit one at a
+time (`cluster()`).
 """
 
+import contextlib
+import fcntl
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +43,16 @@ def slurm_env() -> dict[str, str]:
             pytest.fail(why)
         pytest.skip(why)
     return env
+
+
+@contextlib.contextmanager
+def cluster() -> Iterator[dict[str, str]]:
+    """`slurm_env()`, held alone: the tests drain nodes and expect jobs on the lowest-numbered free ones, so one
+    test at a time submits (an inter-process lock under .slurm/, for pytest-xdist's workers)."""
+    env = slurm_env()
+    with open(SLURM_CONF.parents[1] / "tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield env
 
 
 def run(cmd: list[str], env: dict[str, str], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:

@@ -5,16 +5,15 @@ second, 1-node cluster of its own, so the shared one stays up for the other test
 import os
 import subprocess
 
-import pytest
-from slurm_cluster import CLUSTER, REPO, run, slurm_env
+from slurm_cluster import CLUSTER, REPO, cluster, run
 
 
-@pytest.fixture(scope="module")
-def env():
-    return slurm_env()
+def test_sinfo_lists_the_nodes_and_srun_spans_two_of_them():
+    with cluster() as env:
+        check_nodes_and_srun(env)
 
 
-def test_sinfo_lists_the_nodes_and_srun_spans_two_of_them(env):
+def check_nodes_and_srun(env: dict[str, str]) -> None:
     nodes = run(["sinfo", "-h", "-N", "-o", "%N"], env).stdout.split()
     assert sorted(set(nodes)) == ["zaya-n1", "zaya-n2", "zaya-n3"]
     out = run(["srun", "--nodes=2", "--ntasks-per-node=1", "--time=1", "bash", "-c", "echo $SLURMD_NODENAME"], env)

@@ -6,14 +6,16 @@ The cluster run, one supervisor for all of it: job 1 on zaya-n1 + zaya-n2, where
 check fails (a real free-space comparison, given a test reserve) -> drained with the reason, resubmitted
 without it; job 2 on zaya-n2 + zaya-n3 (torchrun under srun, 2 nodes, gloo), rank 1 sleeps in every forward ->
 named a straggler in events.jsonl, saves and stops -> zaya-n3 drained; job 3 on zaya-n2 alone (1 node)
-resumes from job 2's checkpoint and finishes."""
+resumes from job 2's checkpoint, and its training process is SIGKILLed at step 3 -> zaya-n2 passes the health
+check after the failure, job 4 resumes from step 2 again and finishes."""
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
-from slurm_cluster import REPO, TINY_PRETRAIN, resume_nodes, slurm_env
+from slurm_cluster import REPO, TINY_PRETRAIN, cluster, resume_nodes
 from zaya_config.errors import ZayaConfigError
 from zaya_train.cluster.config import StragglerConfig
 from zaya_train.cluster.nvidia import parse_problems
@@ -54,53 +56,108 @@ def test_supervisor_bad_option_is_one_line(capsys):
 
 @pytest.mark.slow
 def test_retry_budget_spent_is_one_line(tmp_path):
-    env = slurm_env()
-    reserve = [arg for n in (1, 2, 3) for arg in ("--test-reserve", f"zaya-n{n}=10000000000000000")]
-    proc = subprocess.run([*SUPERVISE, "--run-dir", str(tmp_path / "run"), "--nodes", "1", "--max-retries", "0",
-                           "--no-drain", *FAST, "--health-args", " ".join(["--min-free-bytes", "1000", *reserve]),
-                           "--", f"paths.root_dir={tmp_path}", *TINY_PRETRAIN],
-                          env=env, cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stderr.splitlines()[-1] == (
-        "supervisor: gave up: retry budget spent: 1 job(s), 0 resubmission(s); "
-        "failures: failed: a node failed its health check (exit 76)"
-    )
-    assert [e["kind"] for e in read_events(tmp_path / "run")][-1] == "gave_up"
+    with cluster() as env:
+        reserve = [arg for n in (1, 2, 3) for arg in ("--test-reserve", f"zaya-n{n}=10000000000000000")]
+        proc = subprocess.run([*SUPERVISE, "--run-dir", str(tmp_path / "run"), "--nodes", "1", "--max-retries", "0",
+                               "--no-drain", *FAST, "--health-args", " ".join(["--min-free-bytes", "1000", *reserve]),
+                               "--", f"paths.root_dir={tmp_path}", *TINY_PRETRAIN],
+                              env=env, cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert proc.stderr.splitlines()[-1] == (
+            "supervisor: gave up: retry budget spent: 1 job(s), 0 resubmission(s); "
+            "failures: failed: a node failed its health check (exit 76)"
+        )
+        assert [e["kind"] for e in read_events(tmp_path / "run")][-1] == "gave_up"
 
 
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_unhealthy_node_and_straggler_are_drained_and_the_run_finishes_without_them(tmp_path):
-    env = slurm_env()
-    run_dir = tmp_path / "run"
-    health = "--min-free-bytes 1000 --test-reserve zaya-n1=10000000000000000"
-    straggler = ["logging.log_every_steps=1", "train.cluster.straggler.m=2", "train.cluster.straggler.action=stop",
-                 "train.cluster.straggler.test_sleep_s=0.1", "train.cluster.straggler.test_sleep_rank=1"]  # fmt: skip
-    try:
-        proc = subprocess.run([*SUPERVISE, "--run-dir", str(run_dir), "--nodes", "2", *FAST, "--health-args", health,
-                               "--", f"paths.root_dir={tmp_path}", "train.device=cpu", *TINY_PRETRAIN, *straggler],
+    with cluster() as env:
+        run_dir = tmp_path / "run"
+        health = "--min-free-bytes 1000 --test-reserve zaya-n1=10000000000000000"
+        straggler = ["logging.log_every_steps=1", "train.cluster.straggler.m=2", "train.cluster.straggler.action=stop",
+                     "train.cluster.straggler.test_sleep_s=0.1", "train.cluster.straggler.test_sleep_rank=1",
+                 "train.faults.injections=[{kind:sigkill,at_step:3}]"]  # fmt: skip
+        try:
+            proc = subprocess.run([*SUPERVISE, "--run-dir", str(run_dir), "--nodes", "2", *FAST, "--health-args", health,
+                                   "--", f"paths.root_dir={tmp_path}", "train.device=cpu", *TINY_PRETRAIN, *straggler],
+                                  env=env, cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+            drained = subprocess.run(["sinfo", "-h", "-N", "-R", "-o", "%N|%E"], env=env, capture_output=True,
+                                     text=True).stdout  # fmt: skip
+        finally:
+            resume_nodes(env, ["zaya-n1", "zaya-n3"])
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert proc.stdout.splitlines()[-1].startswith("supervisor: run finished in job ")
+        events = read_events(run_dir)
+        submitted = [e for e in events if e["kind"] == "job_submitted"]
+        assert [(e["nodes"], e["exclude"]) for e in submitted] == [
+            (2, []),
+            (2, ["zaya-n1"]),
+            (1, ["zaya-n1", "zaya-n3"]),
+            (1, ["zaya-n1", "zaya-n3"]),
+        ]
+        excluded = {e["node"]: e["reason"] for e in events if e["kind"] == "node_excluded"}
+        assert excluded["zaya-n1"].startswith("checkpoint_room: ") and "test reserve" in excluded["zaya-n1"]
+        assert excluded["zaya-n3"].startswith("straggler: rank 1 ")
+        assert "zaya-n1|zaya job" in drained and "checkpoint_room" in drained and "zaya-n3|zaya job" in drained
+        (found,) = [e for e in events if e["kind"] == "straggler"]
+        assert (
+            found["node"] == "zaya-n3"
+            and found["straggler_rank"] == 1
+            and found["forward_ms"] > 1.5 * found["median_ms"]
+        )
+        report = json.loads((run_dir / "health" / f"job-{submitted[0]['job_id']}" / "zaya-n1.json").read_text())
+        assert not report["healthy"] and {c["name"]: c["ok"] for c in report["checks"]}["nvidia_smi"] is None
+        # Job 2 ran 2 ranks (two train states in its checkpoint); job 3 resumed from it on 1 node and finished.
+        assert len(list((run_dir / "checkpoints" / "step_00000002").glob("train-rank*.pkl"))) == 2
+        # Job 3's training process was SIGKILLed at step 3: its node passed the health check after the failure
+        # (not excluded), job 4 resumed from step 2 again and finished.
+        killed = [e for e in events if e["kind"] == "job_failed"][-1]
+        assert killed["job_id"] == submitted[2]["job_id"] and killed["failure"].startswith("failed: exit ")
+        after = run_dir / "health" / f"after-job-{killed['job_id']}" / "zaya-n2.json"
+        assert json.loads(after.read_text())["healthy"] and set(excluded) == {"zaya-n1", "zaya-n3"}
+        assert [e["step"] for e in events if e["kind"] == "restart"] == [2, 2]
+        assert len(list((run_dir / "checkpoints" / "step_00000003").glob("train-rank*.pkl"))) == 1
+        assert json.loads((run_dir / "summary.json").read_text())["steps"] == 3
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("ZAYA_SLURM_LONG") != "1",
+    reason="~45 s, over the Slurm tests' budget: "
+    "ZAYA_SLURM_LONG=1 runs it (the SIGKILL path is also in the test above, without the byte check)",
+)
+def test_sigkilled_training_comes_back_by_itself_bitwise_equal(tmp_path):
+    """The training process is SIGKILLed at step 3 (a fault injection, once): the job fails, its node passes
+    the health check again, the supervisor resubmits, the run resumes from step 2 and its final checkpoint
+    holds the same bytes as an uninterrupted run submitted beside it."""
+    with cluster() as env:
+        common = ["train.device=cpu", *TINY_PRETRAIN]  # each run its own data cache: two preparers may not share one
+        ref_env = dict(env, RUN_DIR=str(tmp_path / "ref"), PYTHON=sys.executable, NPROC="1", ZAYA_REPO=str(REPO),
+                       HEALTH_ARGS="--min-free-bytes 1000")  # fmt: skip
+        reference = subprocess.Popen(["sbatch", "--parsable", "--wait", "--nodes=1", "--time=5",
+                                      f"--output={tmp_path / 'ref.out'}", "infra/slurm/pretrain_job.sh", *common,
+                                      f"paths.root_dir={tmp_path / 'ref-root'}"],
+                                     env=ref_env, cwd=REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
+        run_dir = tmp_path / "run"
+        proc = subprocess.run([*SUPERVISE, "--run-dir", str(run_dir), "--nodes", "1", *FAST, "--health-args",
+                               "--min-free-bytes 1000", "--", *common, f"paths.root_dir={tmp_path / 'root'}",
+                               "train.faults.injections=[{kind:sigkill,at_step:3}]"],
                               env=env, cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
-        drained = subprocess.run(["sinfo", "-h", "-N", "-R", "-o", "%N|%E"], env=env, capture_output=True,
-                                 text=True).stdout  # fmt: skip
-    finally:
-        resume_nodes(env, ["zaya-n1", "zaya-n3"])
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.splitlines()[-1].startswith("supervisor: run finished in job ")
-    events = read_events(run_dir)
-    submitted = [e for e in events if e["kind"] == "job_submitted"]
-    assert [(e["nodes"], e["exclude"]) for e in submitted] == [(2, []), (2, ["zaya-n1"]), (1, ["zaya-n1", "zaya-n3"])]
-    excluded = {e["node"]: e["reason"] for e in events if e["kind"] == "node_excluded"}
-    assert excluded["zaya-n1"].startswith("checkpoint_room: ") and "test reserve" in excluded["zaya-n1"]
-    assert excluded["zaya-n3"].startswith("straggler: rank 1 ")
-    assert "zaya-n1|zaya job" in drained and "checkpoint_room" in drained and "zaya-n3|zaya job" in drained
-    (found,) = [e for e in events if e["kind"] == "straggler"]
-    assert (
-        found["node"] == "zaya-n3" and found["straggler_rank"] == 1 and found["forward_ms"] > 1.5 * found["median_ms"]
-    )
-    report = json.loads((run_dir / "health" / f"job-{submitted[0]['job_id']}" / "zaya-n1.json").read_text())
-    assert not report["healthy"] and {c["name"]: c["ok"] for c in report["checks"]}["nvidia_smi"] is None
-    # Job 2 ran 2 ranks (two train states in its checkpoint); job 3 resumed from it on 1 node and finished.
-    assert len(list((run_dir / "checkpoints" / "step_00000002").glob("train-rank*.pkl"))) == 2
-    assert [e["step"] for e in events if e["kind"] == "restart"] == [2]
-    assert len(list((run_dir / "checkpoints" / "step_00000003").glob("train-rank*.pkl"))) == 1
-    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 3
+        reference.communicate(timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert reference.returncode == 0, (tmp_path / "ref.out").read_text()[-3000:]
+        events = read_events(run_dir)
+        (failed,) = [e for e in events if e["kind"] == "job_failed"]
+        assert failed["failure"].startswith("failed: exit ")
+        assert not [e for e in events if e["kind"] == "node_excluded"]  # its node passed the check after the failure
+        assert json.loads(
+            (run_dir / "health" / f"after-job-{failed['job_id']}" / f"{failed['nodes'][0]}.json").read_text()
+        )["healthy"]
+        assert [e["step"] for e in events if e["kind"] == "restart"] == [2]
+        final, ref = run_dir / "checkpoints" / "step_00000003", tmp_path / "ref" / "checkpoints" / "step_00000003"
+        shards = sorted(p.name for p in ref.glob("*.distcp"))
+        assert shards and sorted(p.name for p in final.glob("*.distcp")) == shards
+        for name in shards:
+            assert (final / name).read_bytes() == (ref / name).read_bytes(), name

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from readme_blocks import readme_command
-from slurm_cluster import TINY_PRETRAIN, slurm_env
+from slurm_cluster import TINY_PRETRAIN, cluster
 
 ZAYA = str(Path(sys.executable).with_name("zaya"))
 README = "infra/README.md"
@@ -19,30 +19,30 @@ README = "infra/README.md"
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_memstudy_sweep_and_pretrain_run_as_slurm_jobs(tmp_path):
-    env = slurm_env()
-    # infra/README.md's two commands as written (`zaya` from this venv), sizes and output folders appended
-    memstudy = [ZAYA, *shlex.split(readme_command(README, "zaya run memstudy -m "))[1:], "memstudy.sample_bytes=65536",
-                "memstudy.plots=false", f"hydra.sweep.dir={tmp_path / 'ms'}"]  # fmt: skip
-    pretrain = [ZAYA, *shlex.split(readme_command(README, "zaya run pretrain -m hydra/launcher=zaya_slurm_cpu"))[1:],
-                f"hydra.sweep.dir={tmp_path / 'pt'}", f"paths.root_dir={tmp_path}", *TINY_PRETRAIN]  # fmt: skip
-    procs = [subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for cmd in (memstudy, pretrain)]  # fmt: skip
-    outs = [p.communicate(timeout=300)[0] for p in procs]
-    for proc, out in zip(procs, outs, strict=True):
-        assert proc.returncode == 0, out[-4000:]
-    # Each sweep job ran as a Slurm job (submitit's folder holds its sbatch script and Slurm's log).
-    assert len(list((tmp_path / "ms" / ".submitit").glob("*/*_submission.sh"))) == 1
-    assert "#SBATCH --array=0-1" in next((tmp_path / "ms" / ".submitit").glob("*/*_submission.sh")).read_text()
-    runs = sorted(p.name for p in (tmp_path / "ms").iterdir() if p.is_dir() and not p.name.startswith("."))
-    assert len(runs) == 2 and runs[0].startswith("0_hbm3") and runs[1].startswith("1_ddr4")
-    for run in runs:
-        assert json.loads((tmp_path / "ms" / run / "memstudy.json").read_text())
-    summary = json.loads((tmp_path / "ms" / "memstudy_sweep.json").read_text())
-    assert summary, "sweep summary written by the launching process after both jobs ended"
-    run_dir = tmp_path / "pt" / "0"
-    result = json.loads((run_dir / "summary.json").read_text())
-    assert result["steps"] == 3 and result["final_val_loss"] < result["first_val_loss"]
-    script = next((tmp_path / "pt" / ".submitit").glob("*/*_submission.sh")).read_text()
-    assert "--gpus-per-node" not in script or "--gpus-per-node=0" in script
-    assert "#SBATCH --cpus-per-task=1" in script and "export NCCL_NVLS_ENABLE=0" in script
-    assert "Job completed successfully" in next((tmp_path / "pt" / ".submitit").glob("*/*_log.out")).read_text()
+    with cluster() as env:
+        # infra/README.md's two commands as written (`zaya` from this venv), sizes and output folders appended
+        memstudy = [ZAYA, *shlex.split(readme_command(README, "zaya run memstudy -m "))[1:], "memstudy.sample_bytes=65536",
+                    "memstudy.plots=false", f"hydra.sweep.dir={tmp_path / 'ms'}"]  # fmt: skip
+        pretrain = [ZAYA, *shlex.split(readme_command(README, "zaya run pretrain -m hydra/launcher=zaya_slurm_cpu"))[1:],
+                    f"hydra.sweep.dir={tmp_path / 'pt'}", f"paths.root_dir={tmp_path}", *TINY_PRETRAIN]  # fmt: skip
+        procs = [subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for cmd in (memstudy, pretrain)]  # fmt: skip
+        outs = [p.communicate(timeout=300)[0] for p in procs]
+        for proc, out in zip(procs, outs, strict=True):
+            assert proc.returncode == 0, out[-4000:]
+        # Each sweep job ran as a Slurm job (submitit's folder holds its sbatch script and Slurm's log).
+        assert len(list((tmp_path / "ms" / ".submitit").glob("*/*_submission.sh"))) == 1
+        assert "#SBATCH --array=0-1" in next((tmp_path / "ms" / ".submitit").glob("*/*_submission.sh")).read_text()
+        runs = sorted(p.name for p in (tmp_path / "ms").iterdir() if p.is_dir() and not p.name.startswith("."))
+        assert len(runs) == 2 and runs[0].startswith("0_hbm3") and runs[1].startswith("1_ddr4")
+        for run in runs:
+            assert json.loads((tmp_path / "ms" / run / "memstudy.json").read_text())
+        summary = json.loads((tmp_path / "ms" / "memstudy_sweep.json").read_text())
+        assert summary, "sweep summary written by the launching process after both jobs ended"
+        run_dir = tmp_path / "pt" / "0"
+        result = json.loads((run_dir / "summary.json").read_text())
+        assert result["steps"] == 3 and result["final_val_loss"] < result["first_val_loss"]
+        script = next((tmp_path / "pt" / ".submitit").glob("*/*_submission.sh")).read_text()
+        assert "--gpus-per-node" not in script or "--gpus-per-node=0" in script
+        assert "#SBATCH --cpus-per-task=1" in script and "export NCCL_NVLS_ENABLE=0" in script
+        assert "Job completed successfully" in next((tmp_path / "pt" / ".submitit").glob("*/*_log.out")).read_text()

@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 
 from zaya_train.cluster.config import StragglerConfig
+from zaya_train.errors import ZayaTrainError
 from zaya_train.hooks import TrainerHook
 from zaya_train.resilience.events import EventLog
 from zaya_train.resilience.exit_codes import ExitCode
@@ -49,6 +50,9 @@ class StragglerDetector(TrainerHook):
 
     def __init__(self, cfg: StragglerConfig, model: torch.nn.Module, rank: int, world_size: int,
                  device: torch.device, events: EventLog) -> None:  # fmt: skip
+        if cfg.test_sleep_rank is not None and cfg.test_sleep_rank >= world_size:
+            raise ZayaTrainError(f"train.cluster.straggler.test_sleep_rank = {cfg.test_sleep_rank}; allowed: a rank "
+                                 f"< the world size ({world_size})")  # fmt: skip
         self.cfg, self.rank, self.world_size, self.device, self.events = cfg, rank, world_size, device, events
         self._sleep = cfg.test_sleep_s if cfg.test_sleep_rank == rank else 0.0
         self._started = 0.0
