@@ -86,9 +86,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _build_megatron(folder: Path) -> None:
+def run_megatron_writer(*args: str) -> None:
+    """megatron_writer.py on 2 gloo ranks (torchrun's launcher), with `args`."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-           str(_free_port()), str(MEGATRON_WRITER), "--out", str(folder)]  # fmt: skip
+           str(_free_port()), str(MEGATRON_WRITER), *args]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -102,9 +103,14 @@ def megatron_dir() -> Path:
     from artifact_cache import cached_artifact, content_hash
 
     versions = ",".join(importlib.metadata.version(p) for p in ("megatron-core", "torch"))
-    return cached_artifact(
-        "ckpt-reshape-megatron", content_hash(MEGATRON_WRITER, versions, sys.version), _build_megatron
-    )
+    key = content_hash(MEGATRON_WRITER, versions, sys.version)
+    return cached_artifact("ckpt-reshape-megatron", key, lambda folder: run_megatron_writer("--out", str(folder)))
+
+
+@pytest.fixture(scope="session")
+def megatron_launch():
+    """`run_megatron_writer`: megatron_writer.py on 2 gloo ranks with the given arguments."""
+    return run_megatron_writer
 
 
 @pytest.fixture(scope="session")

@@ -116,6 +116,8 @@ def optimizer_state(model, model_sd):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--verify", type=Path, help="instead: load this checkpoint and --original at every layout")
+    parser.add_argument("--original", type=Path)
     args = parser.parse_args()
     import torch
     import torch.distributed as dist
@@ -125,6 +127,10 @@ def main() -> None:
     cpu_save_shim()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    if args.verify is not None:
+        verify(args.verify, args.original, args.out)
+        dist.destroy_process_group()
+        return
     for name, (tp, pp, ep) in LAYOUTS.items():
         ps.initialize_model_parallel(tp, pp, expert_model_parallel_size=ep)
         model = build_model(pp)
@@ -153,6 +159,41 @@ def main() -> None:
     dist.destroy_process_group()
 
 
+def verify(converted: Path, original: Path, out: Path) -> None:
+    """Load `converted` and `original` with megatron at every layout of LAYOUTS; each rank compares what the two
+    loads put in its model, tensor by tensor; rank 0 writes OUT/verify.json (compared count, mismatches)."""
+    import json
+
+    import torch
+    import torch.distributed as dist
+    from megatron.core import parallel_state as ps
+
+    result = {}
+    for name, (tp, pp, ep) in LAYOUTS.items():
+        ps.initialize_model_parallel(tp, pp, expert_model_parallel_size=ep)
+        loaded = [loaded_model(folder, pp).state_dict() for folder in (converted, original)]
+        mine = [k for k, v in loaded[1].items() if torch.is_tensor(v) and not k.endswith("_extra_state")]
+        bad = [k for k in mine if k not in loaded[0] or not torch.equal(loaded[0][k], loaded[1][k])]
+        every = [None] * dist.get_world_size()
+        dist.all_gather_object(every, (len(mine), bad))
+        result[name] = {"compared": sum(n for n, _ in every), "mismatched": sorted(k for _, b in every for k in b)}
+        ps.destroy_model_parallel()
+    if dist.get_rank() == 0:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "verify.json").write_text(json.dumps(result))
+
+
+def loaded_model(folder: Path, pp: int):
+    """megatron's model for the current model-parallel layout, loaded by `dist_checkpointing.load` from `folder`
+    (`_extra_state` entries are not asked for)."""
+    from megatron.core import dist_checkpointing
+
+    model = build_model(pp)
+    wanted = {k: v for k, v in model.sharded_state_dict().items() if not k.endswith("_extra_state")}
+    model.load_state_dict(dist_checkpointing.load({"model": wanted}, str(folder))["model"], strict=False)
+    return model
+
+
 def distributed_optimizer_object(ps):
     """The ShardedObject `DistributedOptimizer.sharded_state_dict` makes for a non-reshardable format."""
     import torch
@@ -170,13 +211,7 @@ def distributed_optimizer_object(ps):
 def load_reference(folder: Path) -> dict:
     """{checkpoint key: global tensor} as megatron's `dist_checkpointing.load` reads the checkpoint at `folder`
     into a tp=pp=ep=1 model (model parallel initialised to 1); `_extra_state` entries are not asked for."""
-    from megatron.core import dist_checkpointing
-
-    model = build_model(1)
-    wanted = {k: v for k, v in model.sharded_state_dict().items() if not k.endswith("_extra_state")}
-    loaded = dist_checkpointing.load({"model": wanted}, str(folder))
-    model.load_state_dict(loaded["model"], strict=False)
-    return assemble(model.sharded_state_dict())
+    return assemble(loaded_model(folder, 1).sharded_state_dict())
 
 
 def assemble(sharded_sd) -> dict:
