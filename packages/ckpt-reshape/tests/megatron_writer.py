@@ -3,7 +3,8 @@
 
 Each layout of LAYOUTS builds megatron's own GPTModel (a tiny MoE TransformerConfig, SwiGLU, grouped query
 attention, seeded the same on every layout) under `initialize_model_parallel` on a gloo group of 2 ranks and
-saves `{"model": ..., "optimizer": ...}` with `megatron.core.dist_checkpointing.save` into OUT/<layout>/;
+saves `{"model": ..., "optimizer": ..., "iteration": 3, "args": Namespace(...)}` (Megatron-LM's common state
+holds its argparse Namespace) with `megatron.core.dist_checkpointing.save` into OUT/<layout>/;
 the optimizer state is a torch Adam's after one step, made sharded by megatron's own
 `optim_state_to_sharding_state` (what its optimizers' `sharded_state_dict` does). Then the reference: every
 checkpoint loaded back by `dist_checkpointing.load` into a tp=pp=ep=1 model, each global tensor assembled from
@@ -64,6 +65,14 @@ def build_model(pp: int):
         with torch.no_grad():
             sh.data.copy_(_seeded(sh.key, sh.global_shape)[_region(sh)].reshape(sh.data.shape))
     return model
+
+
+def _args():
+    """What Megatron-LM's training loop keeps in common.pt besides the iteration: its argparse Namespace."""
+    import argparse
+
+    return argparse.Namespace(num_layers=LAYERS, hidden_size=HIDDEN, num_attention_heads=HEADS,
+                              num_query_groups=GROUPS, ffn_hidden_size=FFN, num_experts=EXPERTS)  # fmt: skip
 
 
 def _seeded(key: str, shape):
@@ -135,7 +144,7 @@ def main() -> None:
         ps.initialize_model_parallel(tp, pp, expert_model_parallel_size=ep)
         model = build_model(pp)
         model_sd = model.sharded_state_dict()
-        state = {"model": model_sd, "optimizer": optimizer_state(model, model_sd), "iteration": 3}
+        state = {"model": model_sd, "optimizer": optimizer_state(model, model_sd), "iteration": 3, "args": _args()}
         folder = args.out / name
         if rank == 0:
             shutil.rmtree(folder, ignore_errors=True)

@@ -38,6 +38,9 @@ def test_megatron_checkpoint_reads_as_megatron_loads_it(megatron_dir: Path, layo
             assert torch.equal(ours.read_tensor(name), tensor), name
         experts = ours.index.tensors["model.decoder.layers.0.mlp.experts.experts.linear_fc1.weight"]
         assert experts.shape == (4, 96, 32)  # global expert ids on dim 0, gate | up on dim 1
+    # common.pt travels byte for byte (Megatron-LM's argparse Namespace in it is compared without unpickling)
+    report = compare(megatron_dir / layout, dst)
+    assert report.ok and report.checked_objects >= 1 + 2 * 4, report.problems
 
 
 def test_megatron_layouts_are_one_logical_checkpoint(megatron_dir: Path):
