@@ -26,7 +26,7 @@ LAYOUTS = {  # name: (tp, pp, ep)
     "pp2": (1, 2, 1),
     "ep2": (1, 1, 2),
 }
-LAYERS, HIDDEN, HEADS, GROUPS, FFN, EXPERTS, VOCAB = 2, 32, 4, 2, 64, 4, 64
+LAYERS, HIDDEN, HEADS, GROUPS, FFN, MOE_FFN, EXPERTS, VOCAB = 2, 32, 4, 2, 64, 48, 4, 64
 
 
 def cpu_save_shim():
@@ -46,7 +46,7 @@ def build_model(pp: int):
     cfg = TransformerConfig(
         num_layers=LAYERS, hidden_size=HIDDEN, num_attention_heads=HEADS, num_query_groups=GROUPS,
         ffn_hidden_size=FFN, gated_linear_unit=True, add_bias_linear=False, normalization="RMSNorm",
-        num_moe_experts=EXPERTS, moe_router_topk=2, moe_ffn_hidden_size=48, use_cpu_initialization=True,
+        num_moe_experts=EXPERTS, moe_router_topk=2, moe_ffn_hidden_size=MOE_FFN, use_cpu_initialization=True,
         pipeline_model_parallel_size=pp, tensor_model_parallel_size=ps.get_tensor_model_parallel_world_size(),
         expert_model_parallel_size=ps.get_expert_model_parallel_world_size(), params_dtype=torch.float32,
         pipeline_dtype=torch.float32,
@@ -72,7 +72,8 @@ def _args():
     import argparse
 
     return argparse.Namespace(num_layers=LAYERS, hidden_size=HIDDEN, num_attention_heads=HEADS,
-                              num_query_groups=GROUPS, ffn_hidden_size=FFN, num_experts=EXPERTS)  # fmt: skip
+                              num_query_groups=GROUPS, kv_channels=HIDDEN // HEADS, ffn_hidden_size=FFN,
+                              moe_ffn_hidden_size=MOE_FFN, swiglu=True, num_experts=EXPERTS)  # fmt: skip
 
 
 def _seeded(key: str, shape):

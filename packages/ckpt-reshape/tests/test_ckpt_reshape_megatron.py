@@ -148,3 +148,30 @@ def test_megatron_loads_our_output_at_every_layout(megatron_dir: Path, megatron_
     assert set(result) == {"tp2", "pp2", "ep2"}
     for layout, found in result.items():
         assert found["compared"] >= 20 and found["mismatched"] == [], layout
+
+
+def test_megatron_tp2_layout_cuts_every_tensor_as_megatron_does(megatron_dir: Path, tmp_path: Path):
+    """Megatron's EP 2 checkpoint written back as Megatron at --layout tp=2 cuts each tensor where megatron's own
+    TP 2 checkpoint of the model does (chunk offsets and sizes; megatron's sequential experts are one chunk per
+    expert, so the expert axis is left out): QKV by whole query groups, fc1's gate and up halves, the
+    row-parallel projections, the vocabulary (the split table from common.pt's args)."""
+    from ckpt_reshape.formats.megatron import megatron_metadata_global
+    from zaya_config.safe_pickle import load_restricted
+
+    out = tmp_path / "tp2"
+    convert(megatron_dir / "ep2", out, "megatron", ParallelLayout(tp=2), model_only=True)
+
+    def cuts(folder: Path) -> dict[str, set]:
+        meta = load_restricted((folder / ".metadata").read_bytes(), megatron_metadata_global, folder, "metadata")
+        found = {}
+        for key, item in meta.state_dict_metadata.items():
+            if hasattr(item, "chunks") and not key.startswith("optimizer."):
+                keep = [d for d in range(len(item.size)) if not (".experts." in key and d == 1)]
+                found[key] = {tuple((c.offsets[d], c.sizes[d]) for d in keep) for c in item.chunks}
+        return found
+
+    ours, theirs = cuts(out), cuts(megatron_dir / "tp2")
+    assert ours.keys() == theirs.keys()
+    for key in theirs:
+        assert ours[key] == theirs[key], key
+    assert len(theirs["decoder.layers.self_attention.linear_qkv.weight"]) == 2 * 2  # 2 layers x 2 TP ranks

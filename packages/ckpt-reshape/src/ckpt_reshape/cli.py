@@ -59,7 +59,7 @@ def inspect_cmd(
             f"{len(index.tensors)} tensors, {_size(index.total_bytes)}; largest {_size(index.largest_tensor_bytes)}; "
             f"{len(index.objects)} other entries; optimizer state: {'yes' if index.has_optimizer() else 'no'}"
         )
-        splits = default_split_table(index, model_config_for(index, reader.path, model_config))
+        splits = reader.split_table() or default_split_table(index, model_config_for(index, reader.path, model_config))
         console.print(f"split rules: {escape(str(splits.source))}", highlight=False)
         table = Table("tensor", "shape", "dtype", "size", "split", "pieces")
         shown = list(index.tensors.values())

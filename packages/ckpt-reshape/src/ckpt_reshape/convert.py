@@ -158,7 +158,7 @@ def convert(
         if cfg is not None and index.hf_config is None:
             index.hf_config = cfg.to_hf_config()
         layout = layout or reader.index.layout or ParallelLayout()
-        table = table or default_split_table(index, cfg)
+        table = table or reader.split_table() or default_split_table(index, cfg)
         options = dict(writer_options or {})
         if to == "hf":
             options.setdefault("key_map", key_map_for(index, cfg))

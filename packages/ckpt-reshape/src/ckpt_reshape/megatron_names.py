@@ -20,7 +20,8 @@ id, so the generic table's `*.experts.*` rule splits them by EP), `optim.state.d
 <state>`, `model.<key>` for the rest (embedding, final norm, output layer), `model.<key>` for the bytes of a
 ShardedObject (`..._extra_state/shard_<offsets>_<shape>`), `megatron.common` for `common.pt`. Any other
 `optimizer.*` key (a distributed optimizer's flattened buckets) is not converted: `convert` refuses it unless
-`--model-only`.
+`--model-only`. How each tensor splits under TP and PP: `megatron_split_table` (from Megatron-LM's `args` in
+`common.pt`).
 """
 
 from __future__ import annotations
@@ -132,3 +133,66 @@ def resolve_megatron_root(path: Path) -> Path:
             f"{tracker}: names iteration {text}, but {folder} does not exist; pass an existing iter_ folder"
         )
     return folder
+
+
+def megatron_args(folder: Path) -> dict | None:
+    """The model arguments Megatron-LM keeps in `common.pt` (its argparse Namespace `args`), as a dict; None
+    when there are none or they are not plain data (read with `torch.load(weights_only=True)`, the Namespace
+    allowed: attribute values only, no code)."""
+    import argparse
+
+    import torch
+
+    file = Path(folder) / COMMON_NAME
+    if not file.is_file():
+        return None
+    try:
+        with torch.serialization.safe_globals([argparse.Namespace]):
+            common = torch.load(file, weights_only=True)
+    except Exception:  # anything else in it: no TP plan, the rest converts as ever
+        return None
+    args = common.get("args") if isinstance(common, dict) else None
+    return vars(args) if isinstance(args, argparse.Namespace) else None
+
+
+def megatron_split_table(args: dict | None):
+    """How Megatron's GPT tensors split under TP and PP, under their logical names (the global layouts of the
+    module docstring): QKV by whole query groups, the SwiGLU fc1 as its gate and up halves, each cut TP ways,
+    the row-parallel projections along their input dim, the vocabulary along dim 0, the output layer and the
+    final norm on the last pipeline stage, experts by global expert id. The QKV and projection granules need
+    the model's heads (Megatron-LM's `args` in common.pt); without them the table has no TP rules for those.
+    """
+    from ckpt_reshape.splits import SplitSpec, SplitTable
+
+    args = args or {}
+    heads, groups = args.get("num_attention_heads"), args.get("num_query_groups") or args.get("num_attention_heads")
+    head_dim = args.get("kv_channels") or (args["hidden_size"] // heads if heads and args.get("hidden_size") else None)
+    gated = bool(args.get("swiglu") or args.get("gated_linear_unit"))
+    ffn, expert_ffn = args.get("ffn_hidden_size"), args.get("moe_ffn_hidden_size") or args.get("ffn_hidden_size")
+
+    def fc1(width: int | None, dim: int, expert: bool) -> SplitSpec:
+        """fc1 is cut TP ways along its output dim: the gate and up halves each, when SwiGLU (known from args)."""
+        if not ({"swiglu", "gated_linear_unit"} & set(args)) or (gated and not width):
+            return SplitSpec(expert=expert)  # gated or not is unknown: no TP rule
+        return SplitSpec(tp_dim=dim, tp_kind="column", tp_sections=(width, width) if gated else None, expert=expert)
+
+    rules = [
+        ("embedding.word_embeddings.weight", SplitSpec(tp_dim=0, tp_kind="vocab")),
+        ("output_layer.weight", SplitSpec(tp_dim=0, tp_kind="column", pp_place="last")),
+        ("decoder.final_layernorm.*", SplitSpec(pp_place="last")),
+        ("*.mlp.experts.experts.linear_fc1.weight", fc1(expert_ffn, 1, expert=True)),
+        ("*.mlp.experts.experts.linear_fc2.weight", SplitSpec(tp_dim=2, tp_kind="row", expert=True)),
+        ("*.mlp.experts.*", SplitSpec(expert=True)),
+        ("*.mlp.linear_fc1.weight", fc1(ffn, 0, expert=False)),
+        ("*.mlp.linear_fc2.weight", SplitSpec(tp_dim=1, tp_kind="row")),
+    ]
+    if heads and groups and head_dim:
+        rules += [
+            ("*.self_attention.linear_qkv.weight",
+             SplitSpec(tp_dim=0, tp_kind="column", tp_granule=(heads // groups + 2) * head_dim)),
+            ("*.self_attention.linear_proj.weight", SplitSpec(tp_dim=1, tp_kind="row", tp_granule=head_dim)),
+        ]  # fmt: skip
+    known = (
+        "with the heads of common.pt's args" if heads and head_dim else "no QKV / projection TP: common.pt has no args"
+    )
+    return SplitTable(rules, source=f"megatron_names.megatron_split_table ({known})")

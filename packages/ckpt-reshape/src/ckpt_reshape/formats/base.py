@@ -65,6 +65,10 @@ class CheckpointReader(ABC):
         """Entries of another checkpoint's `index` that this checkpoint's format cannot hold (absent here by design)."""
         return []
 
+    def split_table(self):
+        """The split table this checkpoint's own names call for (Megatron's), or None for the default one."""
+        return None
+
     def needs_model_only(self) -> str | None:
         """Why this checkpoint converts only with `--model-only` (entries it holds but cannot convert), or None."""
         return None

@@ -40,7 +40,9 @@ from ckpt_reshape.megatron_names import (
     is_stacked,
     logical_name,
     logical_path,
+    megatron_args,
     megatron_key,
+    megatron_split_table,
     object_key,
     object_name,
 )
@@ -128,6 +130,10 @@ class MegatronReader(DcpReader):
         if name == COMMON_ENTRY:
             return (self.path / COMMON_NAME).read_bytes()
         return super().read_object(self._object_keys[name])
+
+    def split_table(self):
+        """Megatron's TP / PP split of its GPT tensors (`megatron_names.megatron_split_table`)."""
+        return megatron_split_table(megatron_args(self.path))
 
     def not_carried(self, index: CheckpointIndex) -> list[str]:
         """Non-tensor entries with no place in a Megatron folder (a zaya-train run's param groups, trainer state)."""
