@@ -161,3 +161,24 @@ def test_sigkilled_training_comes_back_by_itself_bitwise_equal(tmp_path):
         assert shards and sorted(p.name for p in final.glob("*.distcp")) == shards
         for name in shards:
             assert (final / name).read_bytes() == (ref / name).read_bytes(), name
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("ZAYA_SLURM_LONG") != "1", reason="~40 s, over the Slurm tests' budget: "
+                    "ZAYA_SLURM_LONG=1 runs it")  # fmt: skip
+def test_the_same_step_failing_every_time_gives_up_with_one_line(tmp_path):
+    """A crash at step 2 on every attempt: after two failed attempts at that step, the third stops at its
+    start (zaya-train's crash-loop detector, exit 74) and the supervisor gives up instead of resubmitting."""
+    with cluster() as env:
+        run_dir = tmp_path / "run"
+        proc = subprocess.run([*SUPERVISE, "--run-dir", str(run_dir), "--nodes", "1", "--max-retries", "5", *FAST,
+                               "--health-args", "--min-free-bytes 1000", "--", f"paths.root_dir={tmp_path}",
+                               "train.device=cpu", *TINY_PRETRAIN, "train.resilience.crash_loop.max_same_step_failures=2",
+                               "train.faults.injections=[{kind:crash,at_step:2,once:false}]"],
+                              env=env, cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert proc.stderr.splitlines()[-1] == (
+            "supervisor: gave up: the same step failed on every recent attempt (step 2); "
+            f"not resubmitting: see {run_dir / 'crash_loop.json'}"
+        )
+        assert len([e for e in read_events(run_dir) if e["kind"] == "job_submitted"]) == 3
