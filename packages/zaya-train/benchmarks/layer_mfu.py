@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if not 0 < a < b:
         parser.error(f"--layers A B needs 0 < A < B, got {a} {b}")
     if args.smoke:
-        args.layers, args.seq, args.micro_batch, args.global_batch, args.steps, args.warmup = [1, 2], 32, 2, 2, 2, 1
+        args.layers, args.seq, args.micro_batch, args.global_batch, args.steps, args.warmup = [1, 2], 32, 2, 2, 1, 1
         args.hardware = "cpu"
     elif not torch.cuda.is_available():
         raise SystemExit("no CUDA device: run with --smoke on CPU")
