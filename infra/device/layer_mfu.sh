@@ -5,6 +5,7 @@
 # `source infra/device/setup.sh` (the carried .whl/ holds liger-kernel and the Trainer's wheels) with the BPE
 # data of `zaya data prepare` carried in .bench-data (packages/zaya-train/BENCHMARKS.md says how):
 #     infra/device/layer_mfu.sh OUT_DIR [layer_mfu.py options...]
+# Pass --commit $(git rev-parse --short HEAD) as read here: the device's copy of .git can name an older HEAD.
 set -uo pipefail
 out=${1:?usage: layer_mfu.sh OUT_DIR [layer_mfu.py options...]}; shift
 source infra/device/step.sh

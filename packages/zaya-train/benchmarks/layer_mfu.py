@@ -231,6 +231,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--kernels", nargs="+", default=["torch"], help="model.kernels choices, baseline first")
     parser.add_argument("--paths", nargs="+", default=["model", "Trainer"], choices=["model", "Trainer"])
     parser.add_argument("--profile", action="store_true", help="top kernels by GPU time -> layer_mfu_kernels.txt")
+    parser.add_argument("--commit", default=None,
+                        help="the commit to record (default: git HEAD; a lent GPU's copy of the tree may hold a stale one)")  # fmt: skip
     parser.add_argument("--run-dir", type=Path, default=None, help="the Trainer's run folder (default OUT/run)")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=3)
@@ -248,7 +250,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     device = torch.device("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu", "torch": torch.__version__,
-            "date": datetime.now(UTC).isoformat(timespec="seconds"), "commit": _commit(), "layers": args.layers,
+            "date": datetime.now(UTC).isoformat(timespec="seconds"), "commit": args.commit or _commit(), "layers": args.layers,
             "seq": args.seq, "micro_batch": args.micro_batch, "global_batch": args.global_batch,
             "optimizer": args.optimizer, "steps": args.steps, "warmup": args.warmup, "smoke": args.smoke}  # fmt: skip
     from zaya_config.atomic import write_text_atomic
