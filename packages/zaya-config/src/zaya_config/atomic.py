@@ -135,11 +135,26 @@ def write_file_atomic(path: str | Path, write: Callable[[Path], object], *, dura
     return path
 
 
+FSYNC_THREADS = 16
+
+
 def _fsync_tree(root: Path) -> None:
-    """fsync every file and folder under `root` (folders after their contents)."""
-    for folder, _dirs, files in os.walk(root, topdown=False):
-        for name in files:
-            fsync_path(os.path.join(folder, name))
+    """fsync every file and folder under `root` (folders after their contents).
+
+    The files are flushed from a few threads at once (fsync releases the GIL): one fsync after another
+    waits for a journal commit each, while concurrent ones share commits. A zarr shard of 104 chunk files
+    took 0.34-0.38 s one by one and 0.02 s this way on this machine's disk; the same calls, so the same
+    guarantee on every file system."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    walked = list(os.walk(root, topdown=False))
+    files = [os.path.join(folder, name) for folder, _dirs, names in walked for name in names]
+    if len(files) > 1:
+        with ThreadPoolExecutor(min(FSYNC_THREADS, len(files))) as pool:
+            list(pool.map(fsync_path, files))
+    elif files:
+        fsync_path(files[0])
+    for folder, _dirs, _names in walked:
         fsync_path(folder)
 
 

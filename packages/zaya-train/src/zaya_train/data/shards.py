@@ -39,12 +39,19 @@ class _SplitWriter:
         self.buffered += len(ids)
         self.offsets.append(self.offsets[-1] + len(ids))
         if self.buffered >= self.chunk_tokens:
-            self.flush()
+            self.flush(whole_chunks=True)
 
-    def flush(self) -> None:
-        if self.buffer:
-            self.tokens.append(np.concatenate(self.buffer))
-            self.buffer, self.buffered = [], 0
+    def flush(self, whole_chunks: bool = False) -> None:
+        """Append the buffered tokens; with `whole_chunks`, only whole chunks (the rest stays buffered), so no
+        append ends inside a chunk that the next one would have to read back, decode and write again."""
+        if not self.buffer:
+            return
+        pending = np.concatenate(self.buffer)
+        cut = len(pending) // self.chunk_tokens * self.chunk_tokens if whole_chunks else len(pending)
+        if cut:
+            self.tokens.append(pending[:cut])
+        self.buffer = [pending[cut:]] if cut < len(pending) else []
+        self.buffered = len(pending) - cut
 
     def close(self, group, split: str) -> None:
         self.flush()
