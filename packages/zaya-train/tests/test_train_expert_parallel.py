@@ -103,10 +103,16 @@ def _result(name: str) -> dict:
     return torch.load(_folder(launch) / f"{name}.pt", weights_only=True)
 
 
-def _assert_close(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
-    """Within 1e-5 of the tensor's largest magnitude (fp32 sums in another order)."""
+# Weights after the optimizer steps: Muon's Newton-Schulz and AdamW's normalised update turn the gradients'
+# ~1e-6 differences (fp32 sums in another order) into larger ones; measured up to 2.5e-5 of the largest weight
+# for the CP runs on an AMD EPYC (gradients 5.6e-7 there), under 1e-5 on the machine before.
+WEIGHT_TOLERANCE = 1e-4
+
+
+def _assert_close(got: torch.Tensor, want: torch.Tensor, what: str, tolerance: float = 1e-5) -> None:
+    """Within `tolerance` of the tensor's largest magnitude (fp32 sums in another order)."""
     assert got.shape == want.shape, what
-    assert (got - want).abs().max() <= 1e-5 * want.abs().max().clamp_min(1e-12), what
+    assert (got - want).abs().max() <= tolerance * want.abs().max().clamp_min(1e-12), what
 
 
 @pytest.mark.distributed
@@ -127,7 +133,7 @@ def test_expert_parallel_and_hsdp_match_one_process(launch: str):
             continue
         assert got["val"] == pytest.approx(ref["val"], rel=1e-5), name
         for key, weight in ref["weights"].items():
-            _assert_close(got["weights"][key], weight, f"{name}: {key}")
+            _assert_close(got["weights"][key], weight, f"{name}: {key}", WEIGHT_TOLERANCE)
 
 
 @pytest.mark.distributed
