@@ -149,11 +149,9 @@ def _fsync_tree(root: Path) -> None:
 
     walked = list(os.walk(root, topdown=False))
     files = [os.path.join(folder, name) for folder, _dirs, names in walked for name in names]
-    if len(files) > 1:
+    if files:
         with ThreadPoolExecutor(min(FSYNC_THREADS, len(files))) as pool:
             list(pool.map(fsync_path, files))
-    elif files:
-        fsync_path(files[0])
     for folder, _dirs, _names in walked:
         fsync_path(folder)
 

@@ -32,10 +32,13 @@ class Document:
         return self.path.read_text(encoding="utf-8", errors="replace")
 
 
+def _anchored(pattern: str) -> str:
+    """An exclude pattern as matched against "/" + a relative path: a bare one is anchored at the root."""
+    return pattern if pattern.startswith(("/", "*")) else "/" + pattern
+
+
 def _excluded(rel: str, patterns: list[str]) -> bool:
-    return any(
-        fnmatch.fnmatch("/" + rel, pattern if pattern.startswith(("/", "*")) else "/" + pattern) for pattern in patterns
-    )
+    return any(fnmatch.fnmatch("/" + rel, _anchored(pattern)) for pattern in patterns)
 
 
 def _dir_may_hold(dir_parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
@@ -60,11 +63,8 @@ def _file_matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
 
 def _excludes_whole_folder(rel_dir: str, patterns: list[str]) -> bool:
     """A `.../**` exclude that matches the folder itself excludes every file under it: skip the walk there."""
-    for pattern in patterns:
-        anchored = pattern if pattern.startswith(("/", "*")) else "/" + pattern
-        if anchored.endswith("/**") and fnmatch.fnmatch("/" + rel_dir, anchored[:-3]):
-            return True
-    return False
+    anchored = (_anchored(pattern) for pattern in patterns)
+    return any(p.endswith("/**") and fnmatch.fnmatch("/" + rel_dir, p[:-3]) for p in anchored)
 
 
 def _matching_files(root: Path, glob: str, exclude: list[str]) -> Iterator[Path]:
