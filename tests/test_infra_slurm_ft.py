@@ -1,6 +1,6 @@
 """Cluster-level fault tolerance against the local Slurm cluster (`make slurm-up`), through the supervisor
-(`python -m zaya_train.cluster.supervise`), plus the parts that need no cluster (nvidia-smi parsing, the
-straggler rule, bad options).
+(`python -m zaya_train.cluster.supervise`), plus the parts that need no cluster (the straggler rule, bad options;
+the nvidia-smi check: packages/zaya-train/tests/test_train_cluster_nvidia.py).
 
 The cluster run, one supervisor for all of it: job 1 on zaya-n1 + zaya-n2, where zaya-n1's checkpoint-room
 check fails (a real free-space comparison, given a test reserve) -> drained with the reason, resubmitted
@@ -18,26 +18,12 @@ import pytest
 from slurm_cluster import REPO, TINY_PRETRAIN, cluster, resume_nodes
 from zaya_config.errors import ZayaConfigError
 from zaya_train.cluster.config import StragglerConfig
-from zaya_train.cluster.nvidia import parse_problems
 from zaya_train.cluster.straggler import stragglers
 from zaya_train.cluster.supervise import main as supervise_main
 from zaya_train.resilience.events import read_events
 
-# nvidia-smi --query-gpu=index,ecc.errors.uncorrected.volatile.total,clocks.sm,clocks.max.sm
-#   --format=csv,noheader,nounits, in its format (GPU 2: ECC errors; GPU 3: clocked down under load; GPU 4: ECC off)
-NVIDIA_SMI = "0, 0, 1980, 1980\n1, 0, 1755, 1980\n2, 3, 1980, 1980\n3, 0, 345, 1980\n4, [N/A], 1980, 1980\n"
 SUPERVISE = [sys.executable, "-m", "zaya_train.cluster.supervise"]
 FAST = ["--nproc", "1", "--backoff-s", "0.2", "--poll-s", "0.3", "--time-min", "5"]
-
-
-def test_nvidia_smi_ecc_and_clock_problems_are_named():
-    problems = parse_problems(NVIDIA_SMI, min_clock_fraction=0.5)
-    assert [(p.index, p.reason) for p in problems] == [
-        (2, "3 uncorrectable ECC errors (volatile)"),
-        (3, "SM clock 345 MHz < 50% of 1980"),
-    ]
-    with pytest.raises(ValueError, match="expected 4 fields"):
-        parse_problems("0, 0, 1980\n", 0.5)
 
 
 def test_straggler_rule_and_its_keys_are_validated():

@@ -91,7 +91,7 @@ def check_room(checkpoint_dir: Path, min_free_bytes: int, reserve_bytes: int) ->
 
 def check_nvidia(min_clock_fraction: float) -> tuple[bool | None, str]:
     """nvidia-smi's ECC and clock report, or skipped off NVIDIA machines."""
-    from zaya_train.cluster.nvidia import parse_problems, query
+    from zaya_train.cluster.nvidia import parse_problems, parse_rows, query
 
     text = query()
     if text is None:
@@ -99,7 +99,7 @@ def check_nvidia(min_clock_fraction: float) -> tuple[bool | None, str]:
     problems = parse_problems(text, min_clock_fraction)
     if problems:
         return False, "; ".join(f"GPU {p.index}: {p.reason}" for p in problems)
-    return True, f"{len(text.strip().splitlines())} GPU(s): no uncorrectable ECC errors, clocks sane"
+    return True, f"{len(parse_rows(text))} GPU(s): no uncorrectable ECC errors, clocks sane"
 
 
 def check_collective(device: str, timeout_s: float) -> tuple[bool | None, str]:
