@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from ckpt_reshape.errors import ReshapeError
-from ckpt_reshape.torch_zip import byte_view
+
+if TYPE_CHECKING:
+    import torch
 
 try:
     import blake3 as _blake3
@@ -37,6 +38,8 @@ def new_hasher(algorithm: str = DEFAULT_ALGORITHM):
 
 def tensor_checksum(tensor: torch.Tensor, algorithm: str = DEFAULT_ALGORITHM) -> str:
     """Hex digest of the row-major bytes of a tensor (the hashers release the GIL, so this runs beside I/O)."""
+    from ckpt_reshape.torch_zip import byte_view
+
     hasher = new_hasher(algorithm)
     hasher.update(memoryview(byte_view(tensor.contiguous())))
     return hasher.hexdigest()

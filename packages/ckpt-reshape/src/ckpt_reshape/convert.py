@@ -20,8 +20,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 from zaya_config.atomic import DestinationExists, atomic_output, fsync_path
 from zaya_config.train_checkpoint.layout import LATEST_NAME, parse_step, train_state_files, write_latest
 from zaya_config.train_checkpoint.manifest import find_manifest, write_manifest
@@ -33,11 +33,16 @@ from ckpt_reshape.formats.base import SIDECAR_FORMAT, write_bytes_file
 from ckpt_reshape.index import CheckpointIndex, dtype_name
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import plan_layout
-from ckpt_reshape.row_blocks import RowReader, copy_rows
 from ckpt_reshape.splits import SplitTable
 from ckpt_reshape.stream_copy import Extent, StreamCopier
+from ckpt_reshape.torch_names import NeedsTorch
 from ckpt_reshape.train_state import reshape_train_states
 from ckpt_reshape.zaya_names import default_split_table, key_map_for, model_config_for
+
+if TYPE_CHECKING:
+    import torch
+
+    from ckpt_reshape.row_blocks import RowReader
 
 _HEX_PLACEHOLDER = "0" * 64
 
@@ -138,18 +143,43 @@ def convert(
     writer_options: dict | None = None,
     model_config: str | dict | Path | None = None,
     durable: bool = True,
+    torch_free: bool | None = None,
 ) -> ConvertResult:
     """Convert `src` (any format) into `dst` in format `to` with `layout` (default: the source's layout).
 
     `durable=False` skips the fsyncs (as `cp` does): the output still appears atomically, but may sit in the
     page cache for a while after this returns; see `zaya_config.atomic`.
+
+    `torch_free`: by default (None) a DCP source going to DCP is first converted without importing torch
+    (metadata through `dcp_light`, chunk archives by `skeleton`, every tensor as byte ranges: the same bytes
+    as with torch), and converted again with torch as soon as something needs it (a tensor whose bytes must
+    be rearranged, a class `dcp_light` lacks), before anything is published. False: always with torch. True:
+    without torch or not at all (`ReshapeError`).
     """
     if to not in FORMATS:
         raise ReshapeError(f"unknown target format {to!r}; choose one of {', '.join(FORMATS)}")
     src, dst = Path(src), Path(dst)
     _check_destination(dst, force, src)
+    args = (src, dst, to, layout, model_only, force, table, hf_config, io_threads, memory_budget_bytes, progress)
+    options = (writer_options, model_config, durable)
+    if torch_free is not False:
+        try:
+            if to != "dcp":
+                raise NeedsTorch(f"{to} targets are written with torch")
+            return _convert(*args, *options, light=True)
+        except NeedsTorch as why:
+            if torch_free:
+                raise ReshapeError(f"{src}: cannot convert to {to} without torch ({why})") from None
+    return _convert(*args, *options, light=False)
+
+
+def _convert(
+    src, dst, to, layout, model_only, force, table, hf_config, io_threads, memory_budget_bytes, progress,
+    writer_options, model_config, durable, light: bool,
+) -> ConvertResult:  # fmt: skip
+    """`convert` on torch's classes, or with `light` on the stand-ins (`NeedsTorch` where they do not do)."""
     writer_cls = WRITERS[to]
-    with open_checkpoint(src) as reader:
+    with open_checkpoint(src, light=light) as reader:
         refusal = reader.needs_model_only()
         if refusal and not (model_only or writer_cls.model_only):
             raise ReshapeError(refusal)
@@ -177,6 +207,7 @@ def convert(
                 write_latest(out, parse_step(reader.path.name), durable=durable)
             writer = writer_cls(tmp, index, pieces, layout, **options)
             writer.durable = durable
+            writer.light = light
             if hasattr(writer, "reserve_sidecar"):
                 writer.reserve_sidecar(sidecar)
             recorded = RecordedChecksums(reader.sidecar, reader.path)
@@ -241,6 +272,8 @@ def _stream_tensors(reader, writer, index, sidecar, recorded, io_threads, memory
     def load(ticket: int, name: str) -> tuple[list[Extent] | RowReader | torch.Tensor, int]:
         """The cheapest way to move tensor `name`: byte ranges, else row blocks, else the whole tensor."""
         source = reader.byte_extents(name) if writer.can_stream(name) else None
+        if source is None and writer.light:
+            raise NeedsTorch(f"tensor {name!r} is not moved as byte ranges")
         if source is None and writer.can_write_rows(name):
             source = reader.row_reader(name)
         held = 0 if source is not None else index.tensors[name].nbytes  # streams hold a block, not the tensor
@@ -291,6 +324,8 @@ def _store(name, payload, reader, writer, index, copier, hasher) -> str:
     if isinstance(payload, list):
         return copier.copy(meta, payload, writer.stream_targets(name))
     if callable(payload):
+        from ckpt_reshape.row_blocks import copy_rows
+
         return copy_rows(meta, payload, writer.row_writer(name), hasher, writer.row_granule(name))
     if tuple(payload.shape) != meta.shape or payload.dtype != meta.dtype:
         raise ReshapeError(

@@ -9,43 +9,37 @@ as DCP stores it, so converting never re-pickles what it does not understand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import torch
+from functools import cache
+from typing import TYPE_CHECKING
 
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.layout import ParallelLayout
+from ckpt_reshape.torch_names import DTYPES
 
-_DTYPES = {
-    str(d).removeprefix("torch."): d
-    for d in (
-        torch.float64,
-        torch.float32,
-        torch.float16,
-        torch.bfloat16,
-        torch.int64,
-        torch.int32,
-        torch.int16,
-        torch.int8,
-        torch.uint8,
-        torch.bool,
-        torch.float8_e4m3fn,
-        torch.float8_e5m2,
-    )
-}
+if TYPE_CHECKING:
+    import torch
+
+
+@cache
+def _torch_dtypes() -> dict:
+    import torch
+
+    return {name: getattr(torch, name) for name in DTYPES}
 
 
 def dtype_name(dtype: torch.dtype) -> str:
-    """Short name of a dtype (`bfloat16`), as stored in every sidecar and zarr attribute."""
+    """Short name of a dtype (`bfloat16`), as stored in every sidecar and zarr attribute (torch's dtypes and
+    `torch_names.LightDtype` alike)."""
     return str(dtype).removeprefix("torch.")
 
 
 def dtype_from_name(name: str, where: str = "") -> torch.dtype:
     """Inverse of `dtype_name`; an unknown name is a `ReshapeError` naming where it came from."""
     try:
-        return _DTYPES[name.removeprefix("torch.")]
+        return _torch_dtypes()[name.removeprefix("torch.")]
     except KeyError:
         raise ReshapeError(
-            f"unsupported dtype {name!r}{' in ' + where if where else ''}; known: {sorted(_DTYPES)}"
+            f"unsupported dtype {name!r}{' in ' + where if where else ''}; known: {sorted(DTYPES)}"
         ) from None
 
 

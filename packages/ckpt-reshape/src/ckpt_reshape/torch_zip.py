@@ -21,11 +21,14 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from ckpt_reshape.byte_ranges import Extent
 from ckpt_reshape.errors import ReshapeError
+from ckpt_reshape.torch_names import DTYPES, STORAGE_DTYPES, NeedsTorch, Size
+
+if TYPE_CHECKING:
+    import torch
 
 IO_CHUNK_BYTES = 64 << 20  # one preadv/pwrite call; below Linux's 2 GiB single-call limit
 
@@ -80,7 +83,14 @@ class _StorageType:
 
 
 class _LazyUnpickler(pickle.Unpickler):
-    """Rebuilds plain containers, numbers, strings and tensors only (a strict subset of weights_only)."""
+    """Rebuilds plain containers, numbers, strings and tensors only (a strict subset of weights_only).
+
+    `light`: dtypes and sizes as `torch_names`' stand-ins, without importing torch (`NeedsTorch` for a torch
+    name they lack)."""
+
+    def __init__(self, file, light: bool = False) -> None:
+        super().__init__(file)
+        self.light = light
 
     def find_class(self, module: str, name: str):
         if module == "torch._utils" and name == "_rebuild_tensor_v2":
@@ -89,15 +99,28 @@ class _LazyUnpickler(pickle.Unpickler):
             return _rebuild_parameter
         if module == "collections" and name == "OrderedDict":
             return collections.OrderedDict
-        if module == "torch" and name == "Size":
-            return torch.Size
-        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
-            return getattr(torch, name)
         if module == "torch" and name.endswith("Storage"):
-            if name == "UntypedStorage":
-                return _StorageType(torch.uint8)
-            return _StorageType(_storage_dtype(name))
+            return _StorageType(self._dtype("uint8" if name == "UntypedStorage" else _storage_dtype(name)))
+        if module == "torch" and self.light:
+            found = Size if name == "Size" else DTYPES.get(name)
+            if found is None:
+                raise NeedsTorch(f"torch.{name}")
+            return found
+        if module == "torch":
+            import torch
+
+            if name == "Size":
+                return torch.Size
+            if isinstance(getattr(torch, name, None), torch.dtype):
+                return getattr(torch, name)
         raise UnsupportedPickle(f"{module}.{name}")
+
+    def _dtype(self, name: str):
+        if self.light:
+            return DTYPES[name]
+        import torch
+
+        return getattr(torch, name)
 
     def persistent_load(self, pid):
         typename, storage_type, key, _location, numel = pid
@@ -106,25 +129,10 @@ class _LazyUnpickler(pickle.Unpickler):
         return StorageRef(str(key), storage_type.dtype, int(numel))
 
 
-_STORAGE_DTYPES = {
-    "DoubleStorage": torch.float64,
-    "FloatStorage": torch.float32,
-    "HalfStorage": torch.float16,
-    "BFloat16Storage": torch.bfloat16,
-    "LongStorage": torch.int64,
-    "IntStorage": torch.int32,
-    "ShortStorage": torch.int16,
-    "CharStorage": torch.int8,
-    "ByteStorage": torch.uint8,
-    "BoolStorage": torch.bool,
-    "Float8_e4m3fnStorage": torch.float8_e4m3fn,
-    "Float8_e5m2Storage": torch.float8_e5m2,
-}
-
-
-def _storage_dtype(name: str) -> torch.dtype:
+def _storage_dtype(name: str) -> str:
+    """The dtype name of a legacy storage class (`FloatStorage`: float32)."""
     try:
-        return _STORAGE_DTYPES[name]
+        return STORAGE_DTYPES[name].name
     except KeyError:
         raise UnsupportedPickle(f"torch.{name}") from None
 
@@ -194,12 +202,15 @@ class TorchArchive:
         name_len, extra_len = struct.unpack("<HH", header[26:30])
         return self.start + header_offset + 30 + name_len + extra_len
 
-    def structure(self):
-        """The unpickled object with every tensor as a `LazyTensor` (raises `UnsupportedPickle`)."""
-        return _LazyUnpickler(io.BytesIO(self._pickle)).load()
+    def structure(self, light: bool = False):
+        """The unpickled object with every tensor as a `LazyTensor` (raises `UnsupportedPickle`); `light`:
+        without importing torch (dtypes as `torch_names.LightDtype`)."""
+        return _LazyUnpickler(io.BytesIO(self._pickle), light).load()
 
     def read(self, lazy: LazyTensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Materialise one tensor, into `out` when given (same shape and dtype)."""
+        import torch
+
         record = self.records.get(f"data/{lazy.storage.key}")
         if record is None:
             raise ReshapeError(f"{self.path}: storage record data/{lazy.storage.key} is missing (truncated file?)")
@@ -247,6 +258,8 @@ class TorchArchive:
 
 def byte_view(tensor: torch.Tensor):
     """A writable numpy uint8 view of a contiguous tensor's bytes (no copy)."""
+    import torch
+
     return tensor.reshape(-1).view(torch.uint8).numpy()
 
 
@@ -273,6 +286,8 @@ def pwrite_from(fd: int, offset: int, tensor: torch.Tensor) -> None:
 
 def placeholder(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """An uninitialised tensor: its pages are never touched, so it costs address space, not memory."""
+    import torch
+
     return torch.empty(shape, dtype=dtype)
 
 
@@ -293,6 +308,8 @@ def save_skeleton(obj, stream, path: Path) -> dict[tuple, int]:
 
     `stream` is an open binary file positioned where the archive should start; offsets are absolute.
     """
+    import torch
+
     start = stream.tell()
     with torch.serialization.skip_data():
         torch.save(obj, stream)

@@ -11,8 +11,8 @@ import json
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 from zaya_config.atomic import fsync_path
 
 from ckpt_reshape.byte_ranges import Extent, Target
@@ -20,7 +20,11 @@ from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.index import CheckpointIndex
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.pieces import Piece
-from ckpt_reshape.row_blocks import RowReader, RowWriter, extent_row_reader
+
+if TYPE_CHECKING:
+    import torch
+
+    from ckpt_reshape.row_blocks import RowReader, RowWriter
 
 SIDECAR_NAME = "ckpt-reshape.json"
 SIDECAR_FORMAT = "ckpt-reshape/1"
@@ -51,6 +55,8 @@ class CheckpointReader(ABC):
     def row_reader(self, name: str) -> RowReader | None:
         """Reads blocks of dim-0 rows of tensor `name` without the rest of it (see `row_blocks`); None when
         this checkpoint cannot (then `read_tensor` is used)."""
+        from ckpt_reshape.row_blocks import extent_row_reader
+
         meta = self.index.require(name, str(self.path))
         extents = self.byte_extents(name) if meta.shape else None
         return None if extents is None else extent_row_reader(meta, extents)
@@ -94,6 +100,7 @@ class CheckpointWriter(ABC):
     single_file: bool = False
     model_only: bool = False  # formats that hold weights only (HF) drop optimizer and trainer entries
     durable: bool = True  # fsync every file in finish(); `convert(durable=False)` clears it (as fast as `cp`)
+    light: bool = False  # torch-free (`convert`'s first try; only the DCP writer has such a path)
 
     def __init__(self, target: Path, index: CheckpointIndex, pieces: dict[str, list[Piece]], layout: ParallelLayout):
         self.target = Path(target)

@@ -10,24 +10,17 @@ zaya-train checkpoint folders are DCP folders plus per-rank `train-rank*.pkl` fi
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-import torch
-from torch.distributed.checkpoint.filesystem import _StorageInfo
-from torch.distributed.checkpoint.metadata import (
-    BytesStorageMetadata,
-    ChunkStorageMetadata,
-    Metadata,
-    MetadataIndex,
-    StorageMeta,
-    TensorProperties,
-    TensorStorageMetadata,
-)
 from zaya_config.train_checkpoint.dcp_metadata import read_dcp_metadata
 from zaya_config.train_checkpoint.manifest import find_manifest
 
+from ckpt_reshape import dcp_light
 from ckpt_reshape.byte_ranges import Extent, Target, contiguous_start
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import (
@@ -41,8 +34,15 @@ from ckpt_reshape.index import TensorMeta
 from ckpt_reshape.layout import ParallelLayout
 from ckpt_reshape.open_files import OpenFiles
 from ckpt_reshape.pieces import Piece
-from ckpt_reshape.row_blocks import RowReader, RowWriter, chunk_row_reader, piece_row_writer
-from ckpt_reshape.torch_zip import LazyTensor, TorchArchive, placeholder, pwrite_from, save_skeleton
+from ckpt_reshape.skeleton import write_skeleton
+from ckpt_reshape.torch_names import NeedsTorch
+from ckpt_reshape.torch_zip import LazyTensor, TorchArchive
+
+if TYPE_CHECKING:
+    import torch
+    from torch.distributed.checkpoint.metadata import ChunkStorageMetadata, Metadata
+
+    from ckpt_reshape.row_blocks import RowReader, RowWriter
 
 METADATA_NAME = ".metadata"
 
@@ -52,13 +52,32 @@ def is_dcp_folder(path: Path) -> bool:
     return path.is_dir() and (path / METADATA_NAME).is_file()
 
 
+def dcp_classes(light: bool):
+    """The metadata classes (and `Size`) a DCP reader or writer uses: torch.distributed.checkpoint's, or with
+    `light` the stand-ins of `dcp_light`, which read and write the same bytes without importing torch."""
+    return dcp_light if light else _torch_classes()
+
+
+@functools.cache
+def _torch_classes() -> SimpleNamespace:
+    import torch
+    from torch.distributed.checkpoint import filesystem, metadata
+
+    names = ("BytesStorageMetadata", "ChunkStorageMetadata", "Metadata", "MetadataIndex", "StorageMeta")
+    classes = {name: getattr(metadata, name) for name in names}
+    classes.update(TensorProperties=metadata.TensorProperties, TensorStorageMetadata=metadata.TensorStorageMetadata)
+    return SimpleNamespace(**classes, _StorageInfo=filesystem._StorageInfo, Size=torch.Size)
+
+
 class DcpReader(CheckpointReader):
     """Reads a DCP folder chunk by chunk (see module docstring)."""
 
     format_name = "dcp"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, light: bool = False) -> None:
         super().__init__(path)
+        self.light = light  # torch-free: metadata and chunk headers as stand-ins; byte ranges only
+        md = dcp_classes(light)
         meta_path = self.path / METADATA_NAME
         try:
             self.metadata: Metadata = self._read_metadata()  # restricted: a checkpoint is data, never code
@@ -66,11 +85,11 @@ class DcpReader(CheckpointReader):
             raise ReshapeError(
                 f"{meta_path}: cannot read DCP metadata ({err}); the file is missing or corrupt"
             ) from err
-        if not isinstance(self.metadata, Metadata) or self.metadata.storage_data is None:
+        if not isinstance(self.metadata, md.Metadata) or self.metadata.storage_data is None:
             raise ReshapeError(f"{meta_path}: not a torch.distributed.checkpoint Metadata object")
         self._files = OpenFiles(self.path)  # reader threads open files concurrently; each is opened once
         planner = self.metadata.planner_data if isinstance(self.metadata.planner_data, dict) else {}
-        self._chunks: dict[str, list[tuple[ChunkStorageMetadata, _StorageInfo]]] = {}
+        self._chunks: dict[str, list[tuple[ChunkStorageMetadata, object]]] = {}  # (chunk, its _StorageInfo)
         self._keys: dict[str, str] = {}  # logical name -> DCP key, where they differ (see `_logical_name`)
         for key, item in self.metadata.state_dict_metadata.items():
             path = tuple(planner.get(key, key.split(".")))
@@ -78,12 +97,12 @@ class DcpReader(CheckpointReader):
             if name != key:
                 self._keys[name] = key
             self.index.paths[name] = self._logical_path(name, path)
-            if isinstance(item, BytesStorageMetadata):
+            if isinstance(item, md.BytesStorageMetadata):
                 self.index.objects.append(name)
-                self._storage(name, MetadataIndex(key))
+                self._storage(name, md.MetadataIndex(key))
                 continue
             self.index.tensors[name] = TensorMeta(name, tuple(item.size), item.properties.dtype)
-            chunks = [(chunk, self._storage(name, MetadataIndex(key, chunk.offsets))) for chunk in item.chunks]
+            chunks = [(chunk, self._storage(name, md.MetadataIndex(key, chunk.offsets))) for chunk in item.chunks]
             covered = sum(_numel(c.sizes) for c, _ in chunks)
             if covered != _numel(item.size):
                 raise ReshapeError(
@@ -106,7 +125,7 @@ class DcpReader(CheckpointReader):
 
     def _read_metadata(self) -> Metadata:
         """The folder's `.metadata`, through zaya-config's restricted unpickler."""
-        return read_dcp_metadata(self.path)
+        return dcp_light.read_metadata(self.path) if self.light else read_dcp_metadata(self.path)
 
     def _train_layout(self) -> ParallelLayout | None:
         """A zaya-train folder records its world size, and its layout when the experts are split (expert
@@ -123,7 +142,7 @@ class DcpReader(CheckpointReader):
                 ) from None
         return ParallelLayout(dp=manifest["world_size"], fsdp=any(len(c) > 1 for c in self._chunks.values()))
 
-    def _storage(self, name: str, key: MetadataIndex) -> _StorageInfo:
+    def _storage(self, name: str, key):
         info = self.metadata.storage_data.get(key)
         if info is None:
             raise ReshapeError(f"{self.path / METADATA_NAME}: no storage entry for {name!r} at {key.offset}")
@@ -139,7 +158,7 @@ class DcpReader(CheckpointReader):
     def _fd(self, relative_path: str) -> int:
         return self._files.fd(relative_path)
 
-    def _archive(self, name: str, info: _StorageInfo) -> tuple[TorchArchive, LazyTensor]:
+    def _archive(self, name: str, info) -> tuple[TorchArchive, LazyTensor]:
         file = self.path / info.relative_path
         size = os.fstat(self._fd(info.relative_path)).st_size
         if info.offset + info.length > size:
@@ -149,14 +168,16 @@ class DcpReader(CheckpointReader):
             )
         archive = TorchArchive(file, info.offset, info.length, fd=self._fd(info.relative_path))
         try:
-            lazy = archive.structure()
+            lazy = archive.structure(self.light)
+        except NeedsTorch:
+            raise
         except Exception as err:
             raise ReshapeError(f"{file}: chunk of tensor {name!r} does not unpickle ({err}); corrupt file") from err
         if not isinstance(lazy, LazyTensor):
             raise ReshapeError(f"{file}: chunk of tensor {name!r} holds {type(lazy).__name__}, not a tensor")
         return archive, lazy
 
-    def _chunk(self, meta: TensorMeta, chunk: ChunkStorageMetadata, info: _StorageInfo):
+    def _chunk(self, meta: TensorMeta, chunk: ChunkStorageMetadata, info):
         """A chunk's archive and lazy tensor, checked against the shape and dtype the metadata gives it."""
         archive, lazy = self._archive(meta.name, info)
         if lazy.shape != tuple(chunk.sizes) or lazy.dtype != meta.dtype:
@@ -168,6 +189,10 @@ class DcpReader(CheckpointReader):
 
     def read_tensor(self, name: str) -> torch.Tensor:
         """Assemble one logical tensor from its chunks."""
+        if self.light:
+            raise NeedsTorch(f"tensor {name!r} is read whole")
+        import torch
+
         meta = self.index.require(name, str(self.path))
         chunks = self._chunks[name]
         out = None if len(chunks) == 1 else torch.empty(meta.shape, dtype=meta.dtype)
@@ -197,6 +222,10 @@ class DcpReader(CheckpointReader):
 
     def row_reader(self, name: str) -> RowReader | None:
         """Blocks of rows gathered from every chunk that holds some of them (chunks cut along any dims)."""
+        if self.light:
+            raise NeedsTorch(f"tensor {name!r} moves in blocks of rows")
+        from ckpt_reshape.row_blocks import chunk_row_reader
+
         meta = self.index.require(name, str(self.path))
         if not meta.shape:
             return None
@@ -211,7 +240,7 @@ class DcpReader(CheckpointReader):
 
     def read_object(self, name: str) -> bytes:
         """Raw `torch.save` bytes of a non-tensor entry."""
-        info = self.metadata.storage_data[MetadataIndex(self._keys.get(name, name))]
+        info = self.metadata.storage_data[dcp_classes(self.light).MetadataIndex(self._keys.get(name, name))]
         data = os.pread(self._fd(info.relative_path), info.length, info.offset)
         if len(data) != info.length:
             raise ReshapeError(f"{self.path / info.relative_path}: entry {name!r} is truncated")
@@ -241,7 +270,7 @@ class DcpWriter(CheckpointWriter):
         self.target.mkdir(parents=True, exist_ok=True)
         self._files: dict[int, object] = {}
         self._state_meta: dict[str, object] = {}
-        self._storage: dict[MetadataIndex, _StorageInfo] = {}
+        self._storage: dict = {}  # MetadataIndex -> _StorageInfo
 
     def _file(self, rank: int):
         stream = self._files.get(rank)
@@ -252,22 +281,32 @@ class DcpWriter(CheckpointWriter):
     def _place(self, name: str) -> list[tuple[Piece, int, int]]:
         """Write the data-less archive of every piece of `name`; (piece, fd, data offset) for each."""
         meta = self.index.tensors[name]
+        md = dcp_classes(self.light)
         chunks, placed = [], []
         for i, piece in enumerate(self.pieces[name]):
             stream = self._file(piece.rank)
             start = stream.tell()
-            offsets = save_skeleton(placeholder(piece.sizes, meta.dtype), stream, Path(stream.name))
-            placed.append((piece, stream.fileno(), offsets[()]))
+            placed.append((piece, stream.fileno(), self._skeleton(stream, piece.sizes, meta.dtype)))
             relative = Path(stream.name).name
-            key = MetadataIndex(self._key(name), piece.offsets, i)
-            self._storage[key] = _StorageInfo(relative, start, stream.tell() - start)
-            chunks.append(ChunkStorageMetadata(offsets=torch.Size(piece.offsets), sizes=torch.Size(piece.sizes)))
-        self._state_meta[self._key(name)] = TensorStorageMetadata(
-            properties=TensorProperties(dtype=meta.dtype), size=torch.Size(meta.shape), chunks=chunks
+            key = md.MetadataIndex(self._key(name), piece.offsets, i)
+            self._storage[key] = md._StorageInfo(relative, start, stream.tell() - start)
+            chunks.append(md.ChunkStorageMetadata(offsets=md.Size(piece.offsets), sizes=md.Size(piece.sizes)))
+        self._state_meta[self._key(name)] = md.TensorStorageMetadata(
+            properties=md.TensorProperties(dtype=meta.dtype), size=md.Size(meta.shape), chunks=chunks
         )
         return placed
 
+    def _skeleton(self, stream, sizes: tuple[int, ...], dtype) -> int:
+        """Write a piece's data-less `torch.save` archive; returns the absolute offset of its data."""
+        if self.light:
+            return write_skeleton(stream, sizes, dtype)
+        from ckpt_reshape.torch_zip import placeholder, save_skeleton
+
+        return save_skeleton(placeholder(sizes, dtype), stream, Path(stream.name))[()]
+
     def write_tensor(self, name: str, tensor: torch.Tensor) -> None:
+        from ckpt_reshape.torch_zip import pwrite_from
+
         for piece, fd, offset in self._place(name):
             pwrite_from(fd, offset, tensor[piece.slices()])
 
@@ -291,6 +330,8 @@ class DcpWriter(CheckpointWriter):
         return bool(self.index.tensors[name].shape)
 
     def row_writer(self, name: str) -> RowWriter:
+        from ckpt_reshape.row_blocks import piece_row_writer
+
         meta = self.index.tensors[name]
         return piece_row_writer(meta, [(p.offsets, p.sizes, fd, offset) for p, fd, offset in self._place(name)])
 
@@ -298,8 +339,9 @@ class DcpWriter(CheckpointWriter):
         stream = self._file(0)
         start = stream.tell()
         stream.write(payload)
-        self._storage[MetadataIndex(self._key(name))] = _StorageInfo(Path(stream.name).name, start, len(payload))
-        self._state_meta[self._key(name)] = BytesStorageMetadata()
+        md = dcp_classes(self.light)
+        self._storage[md.MetadataIndex(self._key(name))] = md._StorageInfo(Path(stream.name).name, start, len(payload))
+        self._state_meta[self._key(name)] = md.BytesStorageMetadata()
 
     def _key(self, name: str) -> str:
         """The DCP key logical entry `name` is stored under: its name (other frameworks' writers map it)."""
@@ -323,15 +365,16 @@ class DcpWriter(CheckpointWriter):
             self.fsync(stream.fileno())
             stream.close()
         order = self._metadata_keys()
-        metadata = Metadata(
+        md = dcp_classes(self.light)
+        metadata = md.Metadata(
             state_dict_metadata={k: self._state_meta[k] for k in order if k in self._state_meta},
             planner_data=self._planner_data(),
             storage_data=self._storage,
-            storage_meta=StorageMeta(),
+            storage_meta=md.StorageMeta(),
             version="1.0.0",
         )
         with open(self.target / METADATA_NAME, "wb") as stream:
-            pickle.dump(metadata, stream)
+            (dcp_light.dump_metadata if self.light else pickle.dump)(metadata, stream)
             stream.flush()
             self.fsync(stream.fileno())
         write_sidecar(self.target, sidecar, self.durable)

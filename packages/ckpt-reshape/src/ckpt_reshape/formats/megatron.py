@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 import torch
+from torch.distributed.checkpoint.filesystem import _StorageInfo
 from torch.distributed.checkpoint.metadata import (
     ChunkStorageMetadata,
     Metadata,
@@ -30,7 +31,7 @@ from zaya_config.train_checkpoint.dcp_metadata import HOLDS, METADATA_NAME, dcp_
 
 from ckpt_reshape.errors import ReshapeError
 from ckpt_reshape.formats.base import write_bytes_file, write_text_file
-from ckpt_reshape.formats.dcp import DcpReader, DcpWriter, _StorageInfo
+from ckpt_reshape.formats.dcp import DcpReader, DcpWriter
 from ckpt_reshape.index import CheckpointIndex, TensorMeta
 from ckpt_reshape.megatron_names import (
     COMMON_ENTRY,

@@ -28,10 +28,15 @@ def is_torchtitan_folder(path: Path) -> bool:
         return sidecar.get("checkpoint_format") == "torchtitan"
     if find_manifest(Path(path)) is not None:  # a zaya-train step folder
         return False
-    from zaya_config.train_checkpoint.dcp_metadata import read_dcp_metadata
+    from ckpt_reshape import dcp_light
 
     try:
-        metadata = read_dcp_metadata(Path(path))
+        try:
+            metadata = dcp_light.read_metadata(Path(path))  # its names only: no torch needed
+        except dcp_light.NeedsTorch:
+            from zaya_config.train_checkpoint.dcp_metadata import read_dcp_metadata
+
+            metadata = read_dcp_metadata(Path(path))
     except (OSError, ValueError):
         return False  # the DCP reader reports what is wrong with it
     paths = metadata.planner_data if isinstance(metadata.planner_data, dict) else {}
