@@ -1,22 +1,40 @@
 """`zaya ckpt inspect|convert|verify`: look at, reshape/convert and check checkpoints of any format.
 
-Kept light: torch and the formats are imported inside the commands so `zaya --help` stays fast.
+Kept light: torch, the formats and rich are imported inside the commands so `zaya --help` stays fast, and
+`convert` prints with click alone: a conversion that needs no torch starts in a fraction of a second.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 from zaya_config.cli_errors import reports
 
 from ckpt_reshape.errors import ReshapeError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
 app = typer.Typer(help="Checkpoint layouts and formats: inspect, convert (reshape), verify.", no_args_is_help=True)
-console = Console(soft_wrap=True)  # a message is one line (greppable); the terminal wraps it
+
+
+@cache
+def _console() -> Console:
+    """rich's console, for `inspect` and `verify`: a message is one line (greppable); the terminal wraps it."""
+    from rich.console import Console
+
+    return Console(soft_wrap=True)
+
+
+def escape(text: str) -> str:
+    """rich's markup escaping (`[` in names), imported when a command prints through rich."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def _size(nbytes: int) -> str:
@@ -29,6 +47,9 @@ def _size(nbytes: int) -> str:
 
 def _print_table(table: Table) -> None:
     """On a terminal, fit its width; piped into grep or a file, one line per row however wide the table."""
+    from rich.console import Console
+
+    console = _console()
     if console.is_terminal:
         console.print(table)
         return
@@ -47,10 +68,13 @@ def inspect_cmd(
     model_config: str = typer.Option(None, "--model-config", help="ZAYA preset or config.json (for the TP splits)"),
 ) -> None:
     """Format, layout, and per tensor its shape, dtype, size, how it is split and into how many pieces."""
+    from rich.table import Table
+
     from ckpt_reshape.formats import open_checkpoint
     from ckpt_reshape.pieces import count_layers, plan_pieces
     from ckpt_reshape.zaya_names import default_split_table, model_config_for
 
+    console = _console()
     with open_checkpoint(path) as reader:
         index = reader.index
         console.print(f"[bold]{escape(str(reader.path))}[/]  format: {reader.format_name}", soft_wrap=True)
@@ -122,14 +146,14 @@ def convert_cmd(
         model_config=model_config,
         durable=fsync,
     )
-    console.print(
-        f"wrote {escape(str(result.dst))} ({result.fmt}, layout {result.layout}): {result.tensors} tensors, "
+    typer.echo(
+        f"wrote {result.dst} ({result.fmt}, layout {result.layout}): {result.tensors} tensors, "
         f"{result.objects} other entries, {_size(result.bytes_written)}"
     )
     if result.dropped:
         from ckpt_reshape.verify import summarize_entries
 
-        console.print(f"not carried by {result.fmt}: {escape(summarize_entries(result.dropped))}", highlight=False)
+        typer.echo(f"not carried by {result.fmt}: {summarize_entries(result.dropped)}")
 
 
 @app.command("verify")
@@ -142,6 +166,7 @@ def verify_cmd(
     from ckpt_reshape.verify import compare, verify
 
     report = verify(a) if b is None else compare(a, b)
+    console = _console()
     for note in report.notes:
         console.print(f"note: {escape(note)}", highlight=False)
     for problem in report.problems:

@@ -10,8 +10,6 @@ from functools import wraps
 from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -20,6 +18,9 @@ EXIT_BAD_INPUT = 2
 
 def print_error(err: BaseException | str) -> None:
     """Print `error: <message>` on stderr: markup escaped, one logical line (the terminal may wrap it)."""
+    from rich.console import Console  # here, not at import: every command's start-up would pay for it
+    from rich.markup import escape
+
     message = " ".join(str(err).split("\n"))
     Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 

@@ -7,9 +7,7 @@ none of torch). Sub-app modules should import heavy libraries inside their comma
 stays fast too. A package whose sub-app fails to load is reported, not fatal: the other commands keep working.
 """
 
-import ast
 import os
-import subprocess
 import sys
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
@@ -17,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 from zaya_config.cli_errors import fail
 
@@ -49,6 +46,8 @@ def _module_file(module: str) -> Path | None:
 def static_help(ep: EntryPoint) -> str:
     """A group's help line without importing it: the `help=` of its `typer.Typer(...)`, read from the source
     with `ast`; the package's summary when the source does not say."""
+    import ast
+
     module, _, attr = ep.value.partition(":")
     source = _module_file(module)
     text = None
@@ -78,6 +77,8 @@ class LazyGroup(TyperGroup):
         try:
             sub = ep.load()
         except Exception as err:  # a broken plugin must not take the whole CLI down
+            from rich.console import Console
+
             Console(stderr=True).print(
                 f"[yellow]warning:[/] cannot load `zaya {name}` from {ep.value}: {err}", markup=True, highlight=False
             )
@@ -114,6 +115,8 @@ def run_service(
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(sys.executable, argv)
+    import subprocess
+
     raise typer.Exit(code=subprocess.call(argv))
 
 
