@@ -73,6 +73,7 @@ def test_bench_e2e_smoke(tmp_path: Path):
     assert set(record["median_s"]) == {
         "cp -r",
         "zaya ckpt convert --no-fsync",
+        "convert, torch path",
         "start-up (import ckpt_reshape.convert)",
     }
     assert record["bytes"] >= 2 * 2**20 and (tmp_path / "bench_e2e.png").stat().st_size > 0
