@@ -124,3 +124,13 @@ def test_zaya_ckpt_convert_dcp_to_dcp_imports_no_torch(tmp_path: Path, src_dcp: 
     assert run.returncode == 0, run.stderr
     assert "imported: []" in run.stdout, run.stdout
     assert compare(src_dcp, out).ok
+
+
+def test_many_pieces_go_to_torchs_faster_pickler(tmp_path: Path, src_dcp: Path, monkeypatch):
+    monkeypatch.setattr(sys.modules["ckpt_reshape.convert"], "LIGHT_MAX_PIECES", 10)
+    with pytest.raises(ReshapeError, match="pieces"):
+        convert(src_dcp, tmp_path / "no.dcp", "dcp", torch_free=True)
+    light, heavy = tmp_path / "light.dcp", tmp_path / "torch.dcp"
+    convert(src_dcp, light, "dcp", durable=False)
+    convert(src_dcp, heavy, "dcp", durable=False, torch_free=False)
+    _same_bytes(light, heavy)

@@ -15,6 +15,7 @@ zip64 fields this writer does not produce, and torch lays out empty and fp8 tens
 from __future__ import annotations
 
 import collections
+import functools
 import io
 import struct
 import zlib
@@ -69,10 +70,11 @@ def _hash_combine(seed: int, value: int) -> int:
 
 
 class _ZipWriter:
-    """miniz's stored records as torch writes them, into `stream` from its current position."""
+    """miniz's stored records as torch writes them: the bytes before the one record left empty, and after it."""
 
-    def __init__(self, stream) -> None:
-        self.stream, self.pos, self.central, self.crcs = stream, 0, [], []
+    def __init__(self) -> None:
+        self.parts: list[list[bytes]] = [[]]  # before the empty record's data, after it
+        self.pos, self.central, self.crcs = 0, [], []
 
     def record(self, name: str, data: bytes | None, size: int) -> int:
         """Write one record (`data` None: its `size` bytes left for later); returns its data's offset."""
@@ -88,7 +90,7 @@ class _ZipWriter:
         self._write(header + full + extra)
         data_offset = self.pos
         if data is None:
-            self.stream.seek(size, io.SEEK_CUR)
+            self.parts.append([])
             self.pos += size
         else:
             self._write(data)
@@ -112,26 +114,38 @@ class _ZipWriter:
         self._write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, count, count, cd_size, cd_start, 0))
 
     def _write(self, data: bytes) -> None:
-        self.stream.write(data)
+        self.parts[-1].append(data)
         self.pos += len(data)
 
 
-def write_skeleton(stream, shape: tuple[int, ...], dtype) -> int:
-    """Write the data-less archive of a `shape` tensor of `dtype` (a `torch_names.LightDtype`) at `stream`'s
-    position; returns the absolute offset where its data goes (the data bytes are not written)."""
+@functools.lru_cache(maxsize=1024)  # a model's tensors come in a few shapes
+def _layout(shape: tuple[int, ...], dtype) -> tuple[bytes, int, bytes]:
+    """The archive as (bytes before the data, the data's size, bytes after it): it does not depend on where in
+    a file it goes (its offsets are the archive's own)."""
     numel = 1
     for size in shape:
         numel *= size
     if numel == 0 or dtype.name.startswith("float8"):  # torch lays these out otherwise (no data; _rebuild_v3)
         raise NeedsTorch(f"a {dtype} tensor of shape {list(shape)}")
-    start = stream.tell()
-    zip_writer = _ZipWriter(stream)
-    pkl = _data_pkl(tuple(shape), dtype)
+    zip_writer = _ZipWriter()
+    pkl = _data_pkl(shape, dtype)
     zip_writer.record("data.pkl", pkl, len(pkl))
     zip_writer.record(".format_version", b"1", 1)
     zip_writer.record(".storage_alignment", str(ALIGNMENT).encode(), 2)
     zip_writer.record("byteorder", b"little", 6)
-    data_offset = zip_writer.record("data/0", None, numel * dtype.itemsize)
+    zip_writer.record("data/0", None, numel * dtype.itemsize)
     zip_writer.record("version", b"3\n", 2)
     zip_writer.finish()
-    return start + data_offset
+    before, after = (b"".join(part) for part in zip_writer.parts)
+    return before, numel * dtype.itemsize, after
+
+
+def write_skeleton(stream, shape: tuple[int, ...], dtype) -> int:
+    """Write the data-less archive of a `shape` tensor of `dtype` (a `torch_names.LightDtype`) at `stream`'s
+    position; returns the absolute offset where its data goes (the data bytes are not written)."""
+    before, size, after = _layout(tuple(shape), dtype)
+    data_offset = stream.tell() + len(before)
+    stream.write(before)
+    stream.seek(size, io.SEEK_CUR)
+    stream.write(after)
+    return data_offset
