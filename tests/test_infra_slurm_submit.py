@@ -1,6 +1,7 @@
 """Real submission through hydra-submitit-launcher to the local cluster (`make slurm-up`): a memstudy sweep
 (two array tasks, both run dirs and the sweep summary once they end) and a tiny pretrain run under the
-zaya_slurm_cpu preset, submitted at the same time (both commands are infra/README.md's, sizes appended)."""
+zaya_slurm_cpu preset on 2 nodes (one task per node, each a rank: world size 2, DDP over gloo), submitted at the
+same time (both commands are infra/README.md's, sizes appended)."""
 
 import json
 import shlex
@@ -42,7 +43,11 @@ def test_memstudy_sweep_and_pretrain_run_as_slurm_jobs(tmp_path):
         run_dir = tmp_path / "pt" / "0"
         result = json.loads((run_dir / "summary.json").read_text())
         assert result["steps"] == 3 and result["final_val_loss"] < result["first_val_loss"]
+        # Both nodes' tasks were the run's two ranks (by rank: the node each ran on), each its own submitit task.
+        assert result["world_size"] == 2 and len(set(result["nodes"])) == 2, result
+        assert len(list((run_dir / "checkpoints" / "step_00000003").glob("train-rank*.pkl"))) == 2
+        logs = sorted((tmp_path / "pt" / ".submitit").glob("*/*_log.out"))
+        assert len(logs) == 2 and all("Job completed successfully" in p.read_text() for p in logs)
         script = next((tmp_path / "pt" / ".submitit").glob("*/*_submission.sh")).read_text()
         assert "--gpus-per-node" not in script or "--gpus-per-node=0" in script
         assert "#SBATCH --cpus-per-task=1" in script and "export NCCL_NVLS_ENABLE=0" in script
-        assert "Job completed successfully" in next((tmp_path / "pt" / ".submitit").glob("*/*_log.out")).read_text()

@@ -489,6 +489,8 @@ class Trainer:
             "first_val_loss": self.progress.val_history[0]["val_loss"],
             "final_train_loss": self.progress.loss_history[-1] if self.progress.loss_history else None,
             "run_dir": str(self.run_dir),
+            "world_size": self.ctx.world_size,
+            "nodes": self.ctx.rank_nodes(),  # by rank
         }
         summary["sample"] = self.sample()
         if self.ctx.is_rank0 and self.cfg.plots:

@@ -12,8 +12,6 @@ anywhere, gloo on CPU included (infra/README.md says why that library is not use
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import statistics
 import sys
 import time
@@ -23,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from zaya_train.cluster.config import StragglerConfig
+from zaya_train.distributed.setup import node_name
 from zaya_train.errors import ZayaTrainError
 from zaya_train.hooks import TrainerHook
 from zaya_train.resilience.events import EventLog
@@ -32,11 +31,6 @@ if TYPE_CHECKING:
     from zaya_train.trainer import Trainer
 
 log = logging.getLogger("zaya_train")
-
-
-def node_name() -> str:
-    """The Slurm node this process runs on (several slurmd may share a host), else the host name."""
-    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
 def stragglers(times: list[float], k: float) -> list[int]:

@@ -1,7 +1,9 @@
-"""Process-group setup from torchrun's environment; one process without torchrun is world size 1."""
+"""Process-group setup from torchrun's environment, or Slurm's where srun started every rank itself
+(hydra-submitit-launcher: one task per rank); one process without either is world size 1."""
 
 import datetime
 import os
+import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -49,10 +51,23 @@ class DistributedContext:
             dist.all_reduce(tensor)
         return tensor
 
+    def rank_nodes(self) -> list[str]:
+        """The node every rank ran on, by rank (which machines took part; a collective on every rank)."""
+        if not self.distributed:
+            return [node_name()]
+        names: list[Any] = [None] * self.world_size
+        dist.all_gather_object(names, node_name())
+        return names
+
     def close(self) -> None:
         """Destroy the process group if this context created it."""
         if self.initialized_here and dist.is_initialized():
             dist.destroy_process_group()
+
+
+def node_name() -> str:
+    """The Slurm node this process runs on (several slurmd may share a host), else the host name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
 def _device(requested: str, local_rank: int) -> torch.device:
@@ -64,8 +79,26 @@ def _device(requested: str, local_rank: int) -> torch.device:
     return torch.device("cuda", local_rank)
 
 
+def ranks_from_slurm() -> None:
+    """Each task of an srun step of several tasks, with no torchrun around it, is one rank: RANK, WORLD_SIZE and
+    LOCAL_RANK from SLURM_PROCID, SLURM_STEP_NUM_TASKS and SLURM_LOCALID (what hydra-submitit-launcher starts
+    under `hydra.launcher.nodes` x `tasks_per_node`). MASTER_ADDR and MASTER_PORT must be set already (the
+    zaya_slurm launcher preset's setup exports them for every task)."""
+    tasks = int(os.environ.get("SLURM_STEP_NUM_TASKS", "1"))
+    if "WORLD_SIZE" in os.environ or tasks <= 1 or "SLURM_PROCID" not in os.environ:
+        return
+    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
+    if missing:
+        raise ZayaTrainError(f"an srun step of {tasks} tasks is one run of {tasks} ranks, but {', '.join(missing)} "
+                             "is not set: export the first node's address and a port (hydra/launcher=zaya_slurm "
+                             "does), or start one task per node running torchrun (infra/slurm/srun_torchrun.sh)")  # fmt: skip
+    os.environ.update(RANK=os.environ["SLURM_PROCID"], WORLD_SIZE=str(tasks),
+                      LOCAL_RANK=os.environ.get("SLURM_LOCALID", "0"))  # fmt: skip
+
+
 def init_distributed(cfg: "DistributedConfig", device: str = "auto") -> DistributedContext:
-    """Join the process group torchrun describes (RANK, WORLD_SIZE, MASTER_ADDR...) or run alone."""
+    """Join the process group torchrun (or an srun step of several tasks) describes, or run alone."""
+    ranks_from_slurm()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
