@@ -44,6 +44,15 @@ def test_torch_free_dcp_to_dcp_writes_the_bytes_of_the_torch_path(tmp_path: Path
     assert compare(src_dcp, light).ok
 
 
+def test_torch_free_dcp_to_hf_writes_the_bytes_of_the_torch_path(tmp_path: Path, src_dcp: Path):
+    light, heavy = tmp_path / "light_hf", tmp_path / "torch_hf"
+    convert(src_dcp, light, "hf", torch_free=True, durable=False, writer_options={"max_shard_bytes": 20_000})
+    convert(src_dcp, heavy, "hf", torch_free=False, durable=False, writer_options={"max_shard_bytes": 20_000})
+    assert len(list(light.glob("*.safetensors"))) > 1
+    _same_bytes(light, heavy)
+    assert compare(src_dcp, light).ok
+
+
 def test_torch_free_metadata_beyond_one_pickle_frame(tmp_path: Path, write_dcp):
     """700 tensors of three dtypes, and entries: a .metadata over 64 KiB, so several pickle frames."""
     model = {
@@ -89,7 +98,7 @@ def test_what_only_torch_writes_falls_back_to_torch(tmp_path: Path, src_dcp: Pat
     convert(src, heavy, "dcp", durable=False, torch_free=False)
     _same_bytes(light, heavy)
     with pytest.raises(ReshapeError, match="without torch"):
-        convert(src_dcp, tmp_path / "h", "hf", torch_free=True)
+        convert(src_dcp, tmp_path / "z", "zarr", torch_free=True)
 
 
 def test_light_metadata_reads_as_torchs(src_dcp: Path):
@@ -116,10 +125,12 @@ print("imported:", sorted(m for m in ("torch", "numpy", "zarr", "safetensors") i
 """
 
 
-def test_zaya_ckpt_convert_dcp_to_dcp_imports_no_torch(tmp_path: Path, src_dcp: Path):
-    """In a fresh process, `zaya ckpt convert` of a DCP folder to DCP (reshaped) imports neither torch nor numpy."""
-    out = tmp_path / "ep4.dcp"
-    args = [str(src_dcp), str(out), "--to", "dcp", "--layout", "dp=4,ep=4,fsdp=1", "--quiet", "--no-fsync"]
+@pytest.mark.parametrize("to", ["dcp", "hf"])
+def test_zaya_ckpt_convert_from_dcp_imports_no_torch(tmp_path: Path, src_dcp: Path, to: str):
+    """In a fresh process, `zaya ckpt convert` of a DCP folder to DCP (reshaped) or HF imports neither torch nor
+    numpy."""
+    out = tmp_path / f"ep4.{to}"
+    args = [str(src_dcp), str(out), "--to", to, "--layout", "dp=4,ep=4,fsdp=1", "--quiet", "--no-fsync"]
     run = subprocess.run([sys.executable, "-c", _NO_TORCH, *args], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "imported: []" in run.stdout, run.stdout

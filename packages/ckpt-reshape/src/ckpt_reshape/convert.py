@@ -48,6 +48,7 @@ _HEX_PLACEHOLDER = "0" * 64
 # Above this many target pieces the torch path is faster: the torch-free `.metadata` goes through the
 # pure-Python pickler (~0.15 ms a piece against torch's C pickler's ~0.01 ms), importing torch costs ~2 s.
 LIGHT_MAX_PIECES = 10_000
+LIGHT_TARGETS = ("dcp", "hf")  # formats whose writer has a torch-free path (from a DCP source)
 
 
 @dataclass
@@ -153,9 +154,9 @@ def convert(
     `durable=False` skips the fsyncs (as `cp` does): the output still appears atomically, but may sit in the
     page cache for a while after this returns; see `zaya_config.atomic`.
 
-    `torch_free`: by default (None) a DCP source going to DCP is first converted without importing torch
-    (metadata through `dcp_light`, chunk archives by `skeleton`, every tensor as byte ranges: the same bytes
-    as with torch), and converted again with torch as soon as something needs it (a tensor whose bytes must
+    `torch_free`: by default (None) a DCP source going to DCP or HF is first converted without importing
+    torch (metadata through `dcp_light`, chunk archives by `skeleton`, every tensor as byte ranges: the same
+    bytes as with torch), and converted again with torch as soon as something needs it (a tensor whose bytes must
     be rearranged, a class `dcp_light` lacks), before anything is published. False: always with torch. True:
     without torch or not at all (`ReshapeError`).
     """
@@ -167,7 +168,7 @@ def convert(
     options = (writer_options, model_config, durable)
     if torch_free is not False:
         try:
-            if to != "dcp":
+            if to not in LIGHT_TARGETS:
                 raise NeedsTorch(f"{to} targets are written with torch")
             return _convert(*args, *options, light=True)
         except NeedsTorch as why:

@@ -8,12 +8,16 @@ time (as `stream_copy` does); one that a reader can serve by rows is hashed a bl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ckpt_reshape.byte_ranges import check_extents
 from ckpt_reshape.checksums import DEFAULT_ALGORITHM, new_hasher, tensor_checksum
 from ckpt_reshape.formats.base import CheckpointReader
-from ckpt_reshape.row_blocks import RowReader, rows_per_block
 from ckpt_reshape.stream_copy import HASH_WINDOW, hash_extents
 from ckpt_reshape.torch_zip import byte_view
+
+if TYPE_CHECKING:
+    from ckpt_reshape.row_blocks import RowReader
 
 
 def _row_reader(reader: CheckpointReader, name: str) -> RowReader | None:
@@ -34,6 +38,8 @@ def stream_checksum(reader: CheckpointReader, name: str, algorithm: str = DEFAUL
     if rows is None:
         return tensor_checksum(reader.read_tensor(name), algorithm)
     digest = new_hasher(algorithm)
+    from ckpt_reshape.row_blocks import rows_per_block  # row_blocks imports torch
+
     step = rows_per_block(meta)
     for start in range(0, meta.shape[0], step):
         digest.update(memoryview(byte_view(rows(start, min(start + step, meta.shape[0])))))
@@ -49,6 +55,8 @@ def max_abs_difference(a: CheckpointReader, b: CheckpointReader, name: str) -> f
     rows_a, rows_b = _row_reader(a, name), _row_reader(b, name)
     if rows_a is None or rows_b is None:
         return (a.read_tensor(name).double() - b.read_tensor(name).double()).abs().max().item()
+    from ckpt_reshape.row_blocks import rows_per_block
+
     worst, step = 0.0, rows_per_block(meta)
     for start in range(0, meta.shape[0], step):
         stop = min(start + step, meta.shape[0])

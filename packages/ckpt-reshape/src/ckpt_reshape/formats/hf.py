@@ -12,8 +12,7 @@ import json
 import os
 import struct
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from ckpt_reshape.byte_ranges import Extent, Target
 from ckpt_reshape.errors import ReshapeError
@@ -25,27 +24,31 @@ from ckpt_reshape.formats.base import (
     write_sidecar,
     write_text_file,
 )
-from ckpt_reshape.index import CheckpointIndex, TensorMeta
+from ckpt_reshape.index import CheckpointIndex, TensorMeta, dtype_from_name, dtype_name
 from ckpt_reshape.names import IDENTITY, HfKeyMap, HfPart
 from ckpt_reshape.open_files import OpenFiles
-from ckpt_reshape.row_blocks import RowWriter, piece_row_writer
 from ckpt_reshape.torch_zip import pread_into, pwrite_from
+
+if TYPE_CHECKING:
+    import torch
+
+    from ckpt_reshape.row_blocks import RowWriter
 
 INDEX_NAME = "model.safetensors.index.json"
 DEFAULT_MAX_SHARD_BYTES = 5 * 10**9
-_ST_DTYPES = {
-    "F64": torch.float64,
-    "F32": torch.float32,
-    "F16": torch.float16,
-    "BF16": torch.bfloat16,
-    "I64": torch.int64,
-    "I32": torch.int32,
-    "I16": torch.int16,
-    "I8": torch.int8,
-    "U8": torch.uint8,
-    "BOOL": torch.bool,
-    "F8_E4M3": torch.float8_e4m3fn,
-    "F8_E5M2": torch.float8_e5m2,
+_ST_DTYPES = {  # safetensors' dtype -> ours (`index.dtype_name`); the writer needs no torch
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "BOOL": "bool",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
 }
 _ST_NAMES = {v: k for k, v in _ST_DTYPES.items()}
 
@@ -154,9 +157,9 @@ class HfReader(CheckpointReader):
         self.index.layout = layout_from_sidecar(self.sidecar)
 
     def _add(self, file_path: Path, file: str, hf_name: str, entry: dict, data_start: int, file_size: int) -> None:
-        dtype = _ST_DTYPES.get(entry.get("dtype", "?"))
-        if dtype is None:
+        if entry.get("dtype") not in _ST_DTYPES:
             raise ReshapeError(f"{file_path}: tensor {hf_name!r} has unsupported dtype {entry.get('dtype')!r}")
+        dtype = dtype_from_name(_ST_DTYPES[entry["dtype"]])
         shape = tuple(entry["shape"])
         begin, end = entry["data_offsets"]
         meta = TensorMeta(hf_name, shape, dtype)
@@ -175,6 +178,8 @@ class HfReader(CheckpointReader):
         return not_carried_by_hf(index, self.key_map)
 
     def read_tensor(self, name: str) -> torch.Tensor:
+        import torch
+
         meta = self.index.require(name, str(self.path))
         out = torch.empty(meta.shape, dtype=meta.dtype)
         start = 0
@@ -246,7 +251,11 @@ class HfWriter(CheckpointWriter):
         pos, starts = 0, []
         for _, part, shape, dtype in shard:
             nbytes = _nbytes(shape, dtype)
-            header[part.hf] = {"dtype": _ST_NAMES[dtype], "shape": list(shape), "data_offsets": [pos, pos + nbytes]}
+            header[part.hf] = {
+                "dtype": _ST_NAMES[dtype_name(dtype)],
+                "shape": list(shape),
+                "data_offsets": [pos, pos + nbytes],
+            }
             self._weight_map[part.hf] = file
             starts.append(pos)
             pos += nbytes
@@ -281,6 +290,8 @@ class HfWriter(CheckpointWriter):
         return bool(self.index.tensors[name].shape) and self.can_stream(name)
 
     def row_writer(self, name: str) -> RowWriter:
+        from ckpt_reshape.row_blocks import piece_row_writer
+
         meta = self.index.tensors[name]
         rest = meta.shape[1:]
         boxes = [
