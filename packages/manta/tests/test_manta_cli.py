@@ -84,8 +84,10 @@ def test_plan_metric_eval_is_named_a_smoke_check_and_writes_winrates(tmp_path, c
     assert report["judge"].startswith("plan-metrics (smoke check")
     assert set(report["opponents"]) == {"stylus", "stylus-limited"}
     assert set(report["controls"]) == {"prompt-blind", "random-relevant"}
-    for rates in (*report["opponents"].values(), *report["controls"].values()):
-        assert set(rates) == {"diversity", "alignment", "quality"} and all(0 <= v <= 1 for v in rates.values())
+    for rates in (report["aa"], *report["opponents"].values(), *report["controls"].values()):
+        assert set(rates) == {"diversity", "alignment", "quality"}
+        assert all(0 <= s["ci"][0] <= s["rate"] <= s["ci"][1] <= 1 and s["win"] + s["tie"] + s["loss"] == 2
+                   for s in rates.values())  # fmt: skip
     assert 0 <= report["coverage"] <= 1 and report["adapters_per_image"] > 0
     assert (out / "winrates.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -19,5 +19,6 @@ def test_the_control_guard_catches_the_plan_metric_judge(composer):
     assert any(v.startswith("prompt-blind wins") and "quality" in v for v in result.control_violations())
     report = result.to_dict()
     assert report["judge"] == SMOKE_JUDGE and report["control_violations"] == result.control_violations()
-    tally = report["tallies"]["prompt-blind"]["quality"]
-    assert tally["wins"] + tally["ties"] + tally["losses"] == 12
+    tally = report["controls"]["prompt-blind"]["quality"]
+    assert tally["win"] + tally["tie"] + tally["loss"] == 12 and tally["ci"][0] <= tally["rate"] <= tally["ci"][1]
+    assert set(report["aa"]) == {"diversity", "alignment", "quality"}  # the A/A run, plan metrics: other seeds

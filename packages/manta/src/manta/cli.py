@@ -138,22 +138,24 @@ def eval_command(
 ) -> None:
     """Win rates of manta against Stylus (as published and under limits) and two controls, with the judge named."""
     from manta.evaluation.judges import CRITERIA
+    from manta.evaluation.suite import AA_NAME
 
     result = _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, steps, model_path, cache_dir, seed)
 
-    for group in ("opponents", "controls"):
+    for group in ("aa", "opponents", "controls"):
         table = Table(
             "vs",
             *CRITERIA,
             title=escape(
                 f"manta vs {group} on {result.hardware}, {len(result.prompts)} prompts; judge: {result.judge}"
+                + ("; rate = (wins + ties/2) / prompts [95% CI] wins/ties/losses" if group == "aa" else "")
             ),
         )
-        reports = getattr(result, group)
-        for name, report in reports.items():
+        per = {AA_NAME: result.aa.comparisons()} if group == "aa" and result.aa else result.comparisons(group)
+        for name, stats in per.items():
             table.add_row(
                 escape(name),
-                *(f"{t.win_rate:.0%} ({t.wins}/{t.ties}/{t.losses})" for t in (report.tallies[c] for c in CRITERIA)),
+                *(f"{k.rate:.0%} [{k.ci[0]:.0%}, {k.ci[1]:.0%}] {k.win}/{k.tie}/{k.loss}" for k in stats.values()),
             )
         console.print(table)
     console.print(f"concept coverage {result.coverage:.2f}, adapters per image {result.adapters_per_image:.2f}")
@@ -186,7 +188,16 @@ def _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, step
     from manta.errors import MantaError
     from manta.evaluation.prompts import shipped_prompts
     from manta.evaluation.suite import SMOKE_JUDGE, evaluate
-    from manta.evaluation.world_eval import RENDER, WORLD_HARDWARE, WORLD_JUDGE, image_judge, systems, world_prompts
+    from manta.evaluation.world_eval import (
+        RENDER,
+        WORLD_HARDWARE,
+        WORLD_JUDGE,
+        image_judge,
+        judge_accuracy,
+        systems,
+        world_prompts,
+        world_seeds,
+    )
     from manta.world.build import shipped_world
 
     if judge not in ("world", "plan-metrics") and not judge.startswith("clip:"):
@@ -209,6 +220,7 @@ def _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, step
         catalog or "example", hardware or "desktop-24gb", batch, None, model_path, cache_dir, seed
     )
     opponents, controls = systems(composer)
+    accuracy, seeds = None, None
     if judge == "plan-metrics":
         from manta.evaluation.judges import OfflineJudge
         from manta.evaluation.metrics import PlanEvaluator
@@ -220,10 +232,26 @@ def _evaluate(judge, world, hardware, catalog, batch, prompts, coco, limit, step
         scorer = load_scorer(judge, world)
         render = {**RENDER, "num_steps": steps} if judge == "world" else {"num_steps": steps}
         the_judge = image_judge(composer, scorer, render)
+        if judge == "world":
+            accuracy, seeds = judge_accuracy(scorer), world_seeds(world, seed)
         name = (
             WORLD_JUDGE if judge == "world" else f"images/{scorer.name} (CLIP alignment, embeddings, CLIP-IQA quality)"
         )
-    return evaluate(texts, composer, the_judge, name, limits, opponents, controls, batch, seed, True, source)
+    return evaluate(
+        texts,
+        composer,
+        the_judge,
+        name,
+        limits,
+        opponents,
+        controls,
+        batch,
+        seed,
+        True,
+        source,
+        judge_accuracy=accuracy,
+        world_seeds=seeds,
+    )
 
 
 world_app = typer.Typer(help="The tiny image world: build it from its seeded recipe, or check a built one.")

@@ -30,7 +30,17 @@ class Verdict:
 
 
 class Judge(Protocol):
-    def judge(self, prompt: str, batch_a: list[CompositionPlan], batch_b: list[CompositionPlan]) -> Verdict: ...
+    def judge(
+        self,
+        prompt: str,
+        batch_a: list[CompositionPlan],
+        batch_b: list[CompositionPlan],
+        seed_a: int = 0,
+        seed_b: int | None = None,
+    ) -> Verdict:
+        """Score both batches; a judge that renders draws A's images with seeds seed_a, seed_a + 1, ... and B's
+        with seed_b, seed_b + 1, ... (None: A's seeds)."""
+        ...
 
 
 def compare(value_a: float, value_b: float, margin: float) -> tuple[int, int]:
@@ -49,7 +59,15 @@ class OfflineJudge:
     evaluator: PlanEvaluator
     margin: float = 0.02
 
-    def judge(self, prompt: str, batch_a: list[CompositionPlan], batch_b: list[CompositionPlan]) -> Verdict:
+    def judge(
+        self,
+        prompt: str,
+        batch_a: list[CompositionPlan],
+        batch_b: list[CompositionPlan],
+        seed_a: int = 0,
+        seed_b: int | None = None,
+    ) -> Verdict:
+        """Plan metrics render nothing: the seeds change nothing here."""
         metrics_a, metrics_b = self.evaluator.batch(batch_a), self.evaluator.batch(batch_b)
         a, b = {}, {}
         for name in CRITERIA:
@@ -85,9 +103,17 @@ class VLMJudge:
     render: Callable[[CompositionPlan, int], Any]  # (plan, seed) -> image
     questions: dict[str, str] = field(default_factory=lambda: dict(QUESTIONS))
 
-    def judge(self, prompt: str, batch_a: list[CompositionPlan], batch_b: list[CompositionPlan]) -> Verdict:
-        images = [self.render(plan, seed) for seed, plan in enumerate(batch_a)]
-        images += [self.render(plan, seed) for seed, plan in enumerate(batch_b)]
+    def judge(
+        self,
+        prompt: str,
+        batch_a: list[CompositionPlan],
+        batch_b: list[CompositionPlan],
+        seed_a: int = 0,
+        seed_b: int | None = None,
+    ) -> Verdict:
+        seed_b = seed_a if seed_b is None else seed_b
+        images = [self.render(plan, seed_a + i) for i, plan in enumerate(batch_a)]
+        images += [self.render(plan, seed_b + i) for i, plan in enumerate(batch_b)]
         a, b, answers = {}, {}, {}
         for name in CRITERIA:
             question = (

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from rich.progress import track
 
 from manta.evaluation.judges import CRITERIA, Judge
+from manta.evaluation.stats import Comparison, compare_outcomes
 from manta.limits import ResolvedLimits
 from manta.plan import CompositionPlan
 
@@ -43,12 +44,25 @@ class Tally:
 
 @dataclass
 class WinRateReport:
-    """Per-criterion tallies and per-prompt details."""
+    """Per-criterion tallies, per-prompt outcomes (+1 / 0 / -1 for A) and measured differences, and details."""
 
     system_a: str
     system_b: str
     tallies: dict[str, Tally] = field(default_factory=lambda: {name: Tally() for name in CRITERIA})
     rows: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: dict[str, list[int]] = field(default_factory=lambda: {name: [] for name in CRITERIA})
+    diffs: dict[str, list[float]] = field(default_factory=lambda: {name: [] for name in CRITERIA})
+
+    def comparisons(self) -> dict[str, Comparison]:
+        """Per criterion: the rate with its paired bootstrap interval and the sign test (`manta.evaluation.stats`);
+        the measured difference's interval where the judge measured a value for every prompt."""
+        return {
+            name: compare_outcomes(
+                self.outcomes[name],
+                self.diffs[name] if len(self.diffs[name]) == len(self.outcomes[name]) else None,
+            )
+            for name in CRITERIA
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +84,12 @@ class WinRateReport:
 
 def _plain(value: Any) -> Any:
     return asdict(value) if is_dataclass(value) else value
+
+
+def _measured(value: Any, name: str) -> float | None:
+    """A judge's measured value of criterion `name` for one batch (a dict's entry or a dataclass's field)."""
+    found = value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+    return float(found) if isinstance(found, int | float) else None
 
 
 Pairs = list[tuple[str, list[CompositionPlan], list[CompositionPlan]]]  # (prompt, A's batch, B's batch)
@@ -95,21 +115,30 @@ def compose_pairs(
 
 
 def judge_pairs(
-    pairs: Pairs, judge: Judge, names: tuple[str, str] = ("manta", "baseline"), progress: bool = False
+    pairs: Pairs,
+    judge: Judge,
+    names: tuple[str, str] = ("manta", "baseline"),
+    progress: bool = False,
+    render_seeds: Sequence[tuple[int, int]] | None = None,
 ) -> WinRateReport:
-    """Judge each prompt's two batches and tally A's wins per criterion."""
+    """Judge each prompt's two batches and tally A's wins per criterion; a judge that renders draws pair i's
+    batches from seeds `render_seeds[i]` (A's first seed, B's first seed; default 0 and 0)."""
     report = WinRateReport(*names)
-    for prompt, plans_a, plans_b in track(pairs, description="judging", disable=not progress):
-        verdict = judge.judge(prompt, plans_a, plans_b)
+    for i, (prompt, plans_a, plans_b) in enumerate(track(pairs, description="judging", disable=not progress)):
+        if render_seeds is None:
+            verdict = judge.judge(prompt, plans_a, plans_b)
+        else:
+            verdict = judge.judge(prompt, plans_a, plans_b, seed_a=render_seeds[i][0], seed_b=render_seeds[i][1])
         for name in CRITERIA:
             tally = report.tallies[name]
             score_a, score_b = verdict.a[name], verdict.b[name]
-            if score_a > score_b:
-                tally.wins += 1
-            elif score_a < score_b:
-                tally.losses += 1
-            else:
-                tally.ties += 1
+            outcome = 1 if score_a > score_b else -1 if score_a < score_b else 0
+            tally.wins, tally.losses = tally.wins + (outcome == 1), tally.losses + (outcome == -1)
+            tally.ties += outcome == 0
+            report.outcomes[name].append(outcome)
+            a, b = _measured(verdict.details.get("a"), name), _measured(verdict.details.get("b"), name)
+            if a is not None and b is not None:
+                report.diffs[name].append(a - b)
         report.rows.append(
             {
                 "prompt": prompt,
