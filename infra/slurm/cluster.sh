@@ -13,7 +13,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STATE=${ZAYA_SLURM_STATE:-$REPO/.slurm}
 CONF=$STATE/etc/slurm.conf
 NODES=${SLURM_NODES:-3}
-CPUS=${SLURM_CPUS:-$(nproc)}
+CPUS=${SLURM_CPUS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}  # nproc obeys OMP_NUM_THREADS (tests set 1)
 CTLD_PORT=${SLURM_CTLD_PORT:-16817}
 PARTITION=${SLURM_PARTITION:-debug}
 export SLURM_CONF=$CONF
@@ -45,6 +45,9 @@ render_config() {
     nodes+="NodeName=$name NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=$port CPUs=$CPUS RealMemory=$mem Weight=$k State=UNKNOWN"$'\n'
     k=$((k + 1))
   done
+  # A running controller keeps the config it started with: a slurmd (re)started beside it must read the same
+  # (another environment, e.g. other SLURM_CPUS, would give it a config the controller refuses: state INVAL).
+  if alive "$STATE/run/slurmctld.pid" && [[ -s "$CONF" ]]; then return 0; fi
   local tmp=$CONF.tmp
   sed -e "s|@HOST@|$(hostname)|g" -e "s|@CTLD_PORT@|$CTLD_PORT|g" -e "s|@USER@|$(id -un)|g" \
       -e "s|@STATE@|$STATE|g" -e "s|@PARTITION@|$PARTITION|g" "$REPO/infra/slurm/slurm.conf.in" \
