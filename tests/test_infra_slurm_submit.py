@@ -1,7 +1,8 @@
 """Real submission through hydra-submitit-launcher to the local cluster (`make slurm-up`): a memstudy sweep
 (two array tasks, both run dirs and the sweep summary once they end) and a tiny pretrain run under the
 zaya_slurm_cpu preset on 2 nodes (one task per node, each a rank: world size 2, DDP over gloo), submitted at the
-same time (both commands are infra/README.md's, sizes appended)."""
+same time, with a 2-node run of torchrun under srun in an allocation (`salloc -N 2 ... srun_torchrun.sh`; all three
+commands are infra/README.md's, as written, sizes appended)."""
 
 import json
 import shlex
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from readme_blocks import readme_command
+from readme_blocks import checkout_workdir, readme_command
 from slurm_cluster import TINY_PRETRAIN, cluster
 
 ZAYA = str(Path(sys.executable).with_name("zaya"))
@@ -26,8 +27,12 @@ def test_memstudy_sweep_and_pretrain_run_as_slurm_jobs(tmp_path):
                     "memstudy.plots=false", f"hydra.sweep.dir={tmp_path / 'ms'}"]  # fmt: skip
         pretrain = [ZAYA, *shlex.split(readme_command(README, "zaya run pretrain -m hydra/launcher=zaya_slurm_cpu"))[1:],
                     f"hydra.sweep.dir={tmp_path / 'pt'}", f"paths.root_dir={tmp_path}", *TINY_PRETRAIN]  # fmt: skip
-        procs = [subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for cmd in (memstudy, pretrain)]  # fmt: skip
+        # and torchrun under srun in an allocation of 2 nodes, as written (in a folder like the checkout), sizes appended
+        work = checkout_workdir(tmp_path)
+        salloc = ["bash", "-c", " ".join([readme_command(README, "salloc -N 2 "), f"paths.root_dir={tmp_path}",
+                                          *TINY_PRETRAIN])]  # fmt: skip
+        procs = [subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for cmd, cwd in ((memstudy, tmp_path), (pretrain, tmp_path), (salloc, work))]  # fmt: skip
         outs = [p.communicate(timeout=300)[0] for p in procs]
         for proc, out in zip(procs, outs, strict=True):
             assert proc.returncode == 0, out[-4000:]
@@ -48,6 +53,8 @@ def test_memstudy_sweep_and_pretrain_run_as_slurm_jobs(tmp_path):
         assert len(list((run_dir / "checkpoints" / "step_00000003").glob("train-rank*.pkl"))) == 2
         logs = sorted((tmp_path / "pt" / ".submitit").glob("*/*_log.out"))
         assert len(logs) == 2 and all("Job completed successfully" in p.read_text() for p in logs)
+        two = json.loads((work / "outputs" / "pretrain" / "two-nodes" / "summary.json").read_text())
+        assert two["steps"] == 3 and two["world_size"] == 2 and len(set(two["nodes"])) == 2, two
         script = next((tmp_path / "pt" / ".submitit").glob("*/*_submission.sh")).read_text()
         assert "--gpus-per-node" not in script or "--gpus-per-node=0" in script
         assert "#SBATCH --cpus-per-task=1" in script and "export NCCL_NVLS_ENABLE=0" in script

@@ -96,10 +96,11 @@ SKIP = {
     "test_infra_slurm_submit.py runs it as written on the local cluster, sizes appended",
     ("infra/README.md", "zaya run pretrain -m hydra/launcher=zaya_slurm_cpu"): "covered: tests/"
     "test_infra_slurm_submit.py runs it as written on the local cluster, the tiny sizes appended",
-    ("infra/README.md", "salloc -N 2 "): "interactive allocation; tests/test_infra_slurm_ft.py runs srun_torchrun.sh "
-    "on 2 nodes inside the supervisor's batch job (infra/slurm/pretrain_job.sh)",
-    ("infra/README.md", "python -m zaya_train.cluster.supervise "): "covered: tests/test_infra_slurm_ft.py runs the "
-    "supervisor on the local cluster (tiny sizes, fast backoff, an injected unhealthy node and straggler)",
+    ("infra/README.md", "salloc -N 2 "): "covered: tests/test_infra_slurm_submit.py runs it as written on the local "
+    "cluster (in a folder like the checkout), the tiny sizes appended",
+    ("infra/README.md", "python -m zaya_train.cluster.supervise "): "covered: tests/test_infra_slurm_requeue.py runs it "
+    "as written on the local cluster (in a folder like the checkout), the tiny sizes appended, through a lost node "
+    "and a preemption",
     ("infra/torchrun/README.md", "NPROC=8 "): "GPU-only: 8 H200s",
     ("infra/torchrun/README.md", "NPROC=2 "): "covered: services/pretrain/tests/test_service_pretrain_torchrun.py runs "
     "single_node.sh with 2 gloo processes (FSDP2)",

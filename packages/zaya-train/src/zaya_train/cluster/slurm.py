@@ -63,15 +63,24 @@ def job_info(job_id: str) -> JobInfo:
                    fields.get("Reason", ""))  # fmt: skip
 
 
-def usable_nodes(partition: str | None) -> list[str]:
-    """Nodes that can take a job now (not down, drained or draining)."""
-    cmd = ["sinfo", "-h", "-N", "-o", "%N %T"] + (["-p", partition] if partition else [])
-    nodes = []
+def node_states(partition: str | None) -> dict[str, tuple[str, str]]:
+    """Each node's state as sinfo prints it (`idle`, `mixed*`, `down*`: `*` = not responding) and Slurm's reason."""
+    cmd = ["sinfo", "-h", "-N", "-o", "%N|%T|%E"] + (["-p", partition] if partition else [])
+    states = {}
     for line in run(cmd).splitlines():
-        name, state = line.split()
-        if state.rstrip("*~#!%$@^-+") in USABLE_STATES and name not in nodes:
-            nodes.append(name)
-    return nodes
+        name, state, reason = line.split("|", 2)
+        states.setdefault(name, (state, reason))
+    return states
+
+
+def usable(state: str) -> bool:
+    """A node that can take a job now: answering, and not down, drained or draining."""
+    return not state.endswith("*") and state.rstrip("~#!%$@^-+") in USABLE_STATES
+
+
+def usable_nodes(partition: str | None) -> list[str]:
+    """Nodes that can take a job now (answering; not down, drained or draining)."""
+    return [name for name, (state, _) in node_states(partition).items() if usable(state)]
 
 
 def drain(node: str, reason: str) -> None:

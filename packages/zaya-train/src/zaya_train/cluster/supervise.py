@@ -9,7 +9,10 @@ What each failure leads to (infra/README.md, "Fault tolerance on Slurm"):
 - exit 77 (a straggler, train.cluster.straggler.action=stop): the node in events.jsonl excluded, resubmitted;
 - exit 74 (crash loop: the same step failed on the last attempts): not resubmitted, the step is named;
 - any other non-zero exit, NODE_FAIL, TIMEOUT, or a preempted job that ended without its summary: the job's
-  nodes are health-checked again (a node that fails is drained and excluded), then resubmitted.
+  nodes are health-checked again (a node that fails is drained and excluded, one that is down is excluded as
+  lost), then resubmitted;
+- a job Slurm requeued (a preemption, `scontrol requeue`): a `job_requeued` event, and Slurm runs it again;
+  but if one of its nodes is down (a lost node), the requeued job is cancelled, the node excluded, resubmitted.
 Every decision is an event (rank -1) in the run's events.jsonl.
 """
 
@@ -114,13 +117,43 @@ class Supervisor:
                  + (f", excluding {self._excluded_text()}" if self.excluded else ""))  # fmt: skip
         return job_id
 
-    def wait(self, job_id: str) -> slurm.JobInfo:
-        """Poll until the job ends (a requeued preemption keeps it active)."""
+    def wait(self, job_id: str) -> tuple[slurm.JobInfo, dict[str, str]]:
+        """Poll until the job ends, and the nodes it lost if Slurm requeued it after a node failure.
+
+        Slurm requeues a job by itself when it is preempted (or `scontrol requeue`d) and when one of its nodes
+        fails: a requeue is a `job_requeued` event; after a preemption the job runs again as it is (the trainer
+        saved on SIGTERM), but a requeue that left one of the job's nodes down (or not responding) is cancelled
+        here, so that the supervisor resubmits it itself without that node (and on fewer nodes, down to
+        min_nodes, where too few are left; Slurm's requeued job would wait for them)."""
+        nodes: list[str] = []
+        restarts = 0
         while True:
             info = slurm.job_info(job_id)
+            if info.state == "RUNNING":
+                nodes = info.nodes
+            if info.restarts > restarts:
+                restarts = info.restarts
+                lost = self.lost_nodes(nodes)
+                self.events.emit("job_requeued", job_id=job_id, restarts=info.restarts, nodes=nodes,
+                                 lost=sorted(lost), reason=info.reason)  # fmt: skip
+                self.log(f"supervisor: job {job_id} requeued by Slurm (restart {info.restarts})"
+                         + (f"; lost {', '.join(sorted(lost))}: cancelling it" if lost else ""))  # fmt: skip
+                if lost:  # cancelled, it never runs again: no need to wait for it to leave the lost node
+                    slurm.cancel(job_id)
+                    return slurm.job_info(job_id), lost
             if not info.active:
-                return info
+                return info, {}
             time.sleep(self.cfg.poll_s)
+
+    def lost_nodes(self, nodes: list[str]) -> dict[str, str]:
+        """The nodes among `nodes` that Slurm now has down or not responding (the machine is gone)."""
+        states = slurm.node_states(self.cfg.partition)
+        lost = {}
+        for node in nodes:
+            state, reason = states.get(node, ("gone", "not in sinfo"))
+            if not slurm.usable(state) and not state.startswith("drain"):
+                lost[node] = f"lost: {state}" + (f" ({reason})" if reason and reason != "none" else "")
+        return lost
 
     # ------------------------------------------------------------------ after a failure
     def unhealthy(self, report_dir: Path, nodes: list[str]) -> dict[str, str]:
@@ -165,7 +198,7 @@ class Supervisor:
         for node, why in bad.items():
             self.excluded[node] = why
             drained = False
-            if self.cfg.drain:
+            if self.cfg.drain and not why.startswith("lost: "):  # a lost node is down already
                 try:
                     slurm.drain(node, f"zaya job {job_id}: {why}")
                     drained = True
@@ -188,7 +221,7 @@ class Supervisor:
             while True:
                 started = time.time()
                 job_id = self.submit()
-                info = self.wait(job_id)
+                info, lost = self.wait(job_id)
                 self.jobs.append(info)
                 if info.state == "COMPLETED" and info.exit_code == 0 and self._finished():
                     self.events.emit("run_completed", job_id=job_id, jobs=len(self.jobs))
@@ -198,7 +231,7 @@ class Supervisor:
                 # run recorded says why: straggler and crash_loop events since this job started.
                 stragglers = self.stragglers_of(started)
                 crashed = [e for e in read_events(self.run_dir, "crash_loop") if e["time_unix"] >= started]
-                what = self.failure(info, stragglers)
+                what = self.failure(info, stragglers, lost)
                 failures.append(what)
                 self.events.emit("job_failed", job_id=job_id, state=info.state, exit_code=info.exit_code,
                                  nodes=info.nodes, failure=what)  # fmt: skip
@@ -208,8 +241,10 @@ class Supervisor:
                                  f"not resubmitting: see {self.run_dir / 'crash_loop.json'}")  # fmt: skip
                 if info.exit_code == ExitCode.NODE_UNHEALTHY:
                     bad = self.unhealthy(self.run_dir / "health" / f"job-{job_id}", info.nodes)
-                else:  # a known cause needs no second look; an unexplained failure checks the job's nodes again
-                    bad = stragglers or self.check_after_failure(info)
+                elif lost or stragglers:  # a known cause needs no second look
+                    bad = lost or stragglers
+                else:  # an unexplained failure: the nodes that are gone, and a health check of the others
+                    bad = {**self.check_after_failure(info), **self.lost_nodes(info.nodes)}
                 self.exclude(bad, job_id)
                 retries = len(self.jobs) - 1
                 if retries >= self.cfg.max_retries:
@@ -224,8 +259,10 @@ class Supervisor:
             print(f"supervisor: gave up: {err}", file=sys.stderr)
             return 1
 
-    def failure(self, info: slurm.JobInfo, stragglers: dict[str, str]) -> str:
+    def failure(self, info: slurm.JobInfo, stragglers: dict[str, str], lost: dict[str, str]) -> str:
         """What happened to a job, in words."""
+        if lost:
+            return f"lost {', '.join(sorted(lost))}: requeued by Slurm, cancelled to resubmit without it"
         if stragglers:
             return f"stopped on a straggler: {', '.join(sorted(stragglers))}"
         if info.exit_code == ExitCode.NODE_UNHEALTHY:
