@@ -4,7 +4,7 @@ import itertools
 import json
 
 import pytest
-from manta.composer import limits_from_config
+from manta.composer import Composer, limits_from_config
 from manta.config import MantaConfig
 from manta.errors import MantaError
 from manta.evaluation.metrics import batch_diversity
@@ -61,20 +61,32 @@ def test_batch_plans_are_valid_and_different(composer):
     assert plans == composer.compose(prompt, limits, batch=4, seed=0)  # seeded
 
 
-def test_cost_budget_keeps_paid_models_out(composer):
+PRICES = {"sdxl-artisan": 0.004, "studio-portrait-pro": 0.01, "dragon-xl": 0.002, "oil-master-xl": 0.008}
+
+
+def test_cost_budget_keeps_paid_models_out(example_index, embedder):
+    """Prices are the user's input (a shipped catalog has none); with them, a budget of 0 keeps paid models out."""
+    from manta.catalog import with_prices
+    from manta.index import CatalogIndex
+
+    assert all(e.price_per_image == 0 for e in example_index.catalog.entries)
+    priced = with_prices(example_index.catalog, PRICES)
+    composer = Composer(CatalogIndex(priced, example_index.embeddings_ND), embedder, MantaConfig(prices=PRICES))
     limits = limits_from_config("desktop-24gb")
     free = limits.with_cost_budget(0.0)
     for plan in composer.compose("an oil painting of a castle", free, batch=3):
         assert plan.price == 0.0
     paid = composer.compose("an oil painting of a castle", limits, batch=1)[0]
     assert paid.price > 0  # without the budget, the paid old-master LoRA / artisan base are worth it
+    with pytest.raises(MantaError, match="no such id"):
+        with_prices(example_index.catalog, {"nope": 1.0})
 
 
 def test_infeasible_hardware_names_the_binding_limit(composer):
     limits = ResolvedLimits(
         "pocket", vram_budget_bytes=2 * 10**9, latency_budget_s=60, latency_scale=1.0, num_steps=30, max_adapters=2
     )
-    with pytest.raises(MantaError, match=r"vram limit binds.*2.00 GB.*'sd15-base', needs 3.60 GB"):
+    with pytest.raises(MantaError, match=r"vram limit binds.*2.00 GB.*'sd15-base', needs 2.85 GB"):
         composer.compose(PROMPT, limits)
 
 

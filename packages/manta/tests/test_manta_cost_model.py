@@ -91,3 +91,26 @@ def test_refit_names_a_malformed_source(tmp_path):
     result = subprocess.run([sys.executable, str(BENCH), "--out", str(tmp_path), "--from-runs", "sd15"],
                             capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode != 0 and "write ARCH=PATH" in result.stderr
+
+
+def test_the_shipped_catalogs_costs_are_the_fitted_models_and_carry_no_prices():
+    """Every SD 1.5 / SDXL checkpoint and LoRA of the example and everyday catalogs has the VRAM and per-step
+    latency the recorded H200 model predicts at its rank (BENCHMARKS' `catalog_costs.py --check`), and no price."""
+    from manta.catalog import load_catalog
+    from manta.cost_model import entry_costs, load_recorded
+
+    models, steps, devices = load_recorded(BENCH.parent / "results" / "costs-h200" / "costs.json")
+    assert devices == {"sd15": "NVIDIA H200", "sdxl": "NVIDIA H200"}
+    for name in ("example", "everyday"):
+        entries = [e for e in load_catalog(name).entries if e.base_family in models]
+        assert len(entries) >= 30
+        for e in entries:
+            vram, ms = entry_costs(models[e.base_family], steps[e.base_family], e.rank if e.is_adapter else None)
+            assert (e.vram_bytes, e.step_latency_ms) == (vram, ms) and e.price_per_image == 0, e.id
+    sd15 = load_catalog("example")["sd15-base"]
+    assert sd15.vram_bytes == pytest.approx(2.848e9, rel=1e-3)  # 2.65 GiB measured, not the 3.6 GB once written
+    lora = load_catalog("example")["watercolor-wash"]
+    assert lora.step_latency_ms / sd15.step_latency_ms == pytest.approx(0.51, abs=0.02)  # +51% per LoRA, measured
+    script = BENCH.parent / "catalog_costs.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "stale: none" in done.stdout, done.stdout + done.stderr

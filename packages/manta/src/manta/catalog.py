@@ -167,6 +167,9 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._by_id
+
     def __getitem__(self, entry_id: str) -> CatalogEntry:
         try:
             return self.entries[self._by_id[entry_id]]
@@ -298,3 +301,17 @@ def write_catalog(entries: Sequence[CatalogEntry], path: str | Path) -> Path:
         raise MantaError(f"cannot write catalog {path}: use a .jsonl or .csv suffix")
     write_text_atomic(path, text)
     return path
+
+
+def with_prices(catalog: Catalog, prices: dict[str, float]) -> Catalog:
+    """The catalog with the user's price per image for the ids in `prices` (a shipped catalog carries no prices:
+    what a model costs to run is the user's to say); an unknown id or a negative price is an error."""
+    from dataclasses import replace
+
+    for entry_id, price in prices.items():
+        if entry_id not in catalog:
+            raise MantaError(f"price for {entry_id!r}: no such id in catalog {catalog.source}")
+        if not float(price) >= 0:
+            raise MantaError(f"price for {entry_id!r} is {price}; a price per image is 0 or more")
+    entries = tuple(replace(e, price_per_image=float(prices[e.id])) if e.id in prices else e for e in catalog.entries)
+    return Catalog(entries, catalog.source)

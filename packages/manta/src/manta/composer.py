@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from manta.catalog import Catalog, load_catalog
+from manta.catalog import Catalog, load_catalog, with_prices
 from manta.concept_keeping import (
     drop_adapters_beaten_by_checkpoints,
     keep_relevant_candidates,
@@ -101,6 +101,8 @@ def build_composer(settings: MantaConfig, embedder: TextEmbedder | None = None, 
     """The one builder: catalog + embedding model + cached embeddings -> a ready Composer."""
     settings.validate()
     catalog = load_catalog(settings.catalog)  # a bad catalog fails before the model loads
+    if settings.prices:
+        catalog = with_prices(catalog, dict(settings.prices))
     embedder = embedder or TextEmbedder(settings.model_path)
     index = build_index(catalog, embedder, settings.cache_dir, progress=progress)
     return Composer(index, embedder, settings)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zaya_config.checks import in_range, non_negative, positive
 from zaya_config.validated import ValidatedConfig
@@ -25,6 +25,7 @@ class MantaConfig(ValidatedConfig):
     base_prompt_weight: float = 1.0
     base_quality_weight: float = 0.3
     cost_budget: float | None = None
+    prices: dict[str, float] = field(default_factory=dict)  # price per image by catalog id: the user's input
     batch: int = 4
     seed: int = 0
     mask_probability: float = 0.5  # per-concept candidate masking when sampling the batch's plans
@@ -53,6 +54,8 @@ class MantaConfig(ValidatedConfig):
             non_negative(name, getattr(self, name))
         if self.cost_budget is not None:
             non_negative("cost_budget", self.cost_budget)
+        for entry_id, price in self.prices.items():
+            non_negative(f"prices.{entry_id}", price)
         in_range("mask_probability", self.mask_probability, 0.0, 1.0)
         in_range("min_relative_relevance", self.min_relative_relevance, 0.0, 1.0)
         in_range("concept_relevance_floor", self.concept_relevance_floor, 0.0, 1.0)

@@ -60,3 +60,41 @@ def check(models: dict[str, dict[str, LinearCost]], measurements: list[dict]) ->
 
 def to_dict(models: dict[str, dict[str, LinearCost]]) -> dict:
     return {arch: {t: asdict(c) for t, c in targets.items()} for arch, targets in models.items()}
+
+
+def load_recorded(path) -> tuple[dict[str, dict[str, LinearCost]], dict[str, int], dict[str, str]]:
+    """(models, denoising steps per image, device) per architecture of a recorded `costs.json` (bench_costs.py)."""
+    import json
+    from pathlib import Path
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    models = {arch: {t: LinearCost(**c) for t, c in targets.items()} for arch, targets in data["model"].items()}
+    return models, {a: int(s) for a, s in data["steps"].items()}, dict(data.get("devices", {}))
+
+
+def entry_costs(model: dict[str, LinearCost], steps: int, rank: int | None) -> tuple[int, float]:
+    """(VRAM bytes, ms per denoising step) of a catalog entry by the fitted model of its architecture: a
+    checkpoint (rank None) is the model's base; an adapter of rank r adds per_lora + per_rank x r (its peak
+    memory and its seconds per image, over the steps they were measured at)."""
+    peak, seconds = model["peak_bytes"], model["seconds_per_image"]
+    if rank is None:
+        vram, per_image = peak.base, seconds.base
+    else:
+        vram, per_image = peak.per_lora + peak.per_rank * rank, seconds.per_lora + seconds.per_rank * rank
+    if vram <= 0 or per_image <= 0:
+        raise MantaError(f"the fitted cost model predicts a non-positive cost at rank {rank}: {vram} B, {per_image} s")
+    return round(vram), round(1000.0 * per_image / steps, 3)
+
+
+def costed_rows(rows: list[dict], models: dict[str, dict[str, LinearCost]], steps: dict[str, int]) -> list[dict]:
+    """Catalog rows with `vram_bytes` and `step_latency_ms` from the fitted model of their base family (rows of a
+    family the model does not cover are returned as they are)."""
+    out = []
+    for row in rows:
+        family = row.get("base_family")
+        if family in models:
+            rank = None if row.get("kind") == "checkpoint" else int(row["rank"])
+            vram, ms = entry_costs(models[family], steps[family], rank)
+            row = {**row, "vram_bytes": vram, "step_latency_ms": ms}
+        out.append(row)
+    return out

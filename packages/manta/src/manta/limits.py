@@ -1,8 +1,12 @@
 """Hardware limits of a composition (config group `manta_hardware`) and the cost model that checks them.
 
-Catalog latencies are per denoising step on a reference device of `REFERENCE_BF16_FLOPS`; a profile
-scales them by `latency_scale` (or derives the scale from a zaya-config `hardware` profile's peak
-FLOP/s), and its VRAM budget may come from that profile's memory capacity. A plan's cost is additive:
+Catalog latencies are per denoising step as measured (the shipped catalogs': the fitted cost model of one
+H200, fp16, batch 2 guided, `benchmarks/catalog_costs.py`); a profile multiplies them by `latency_scale`, how
+many times slower the user's machine runs these pipelines than that measurement did. The scale is the user's
+input, never derived from a FLOP ratio: on the H200 both SD 1.5 and SDXL are bound by the host launching
+kernels (0.57 s an image for ~2 TFLOP of UNet work), so peak FLOP/s says nothing about their seconds; measure
+it with `benchmarks/bench_costs.py` on the machine. A profile's VRAM budget may come from a zaya-config
+`hardware` profile's memory capacity. A plan's cost is additive:
 VRAM = base + adapters, latency per image = steps x scale x (base + adapters per-step), price likewise.
 """
 
@@ -15,8 +19,8 @@ from zaya_config.validated import ValidatedConfig
 
 from manta.catalog import CatalogEntry
 
-# The device the catalog's per-step latencies are quoted for: a nominal 100 TFLOP/s (bf16 dense) GPU.
-REFERENCE_BF16_FLOPS = 1.0e14
+# The machine the shipped catalogs' per-step latencies were measured on (the fitted cost model's runs).
+MEASURED_ON = "one NVIDIA H200 (fp16, batch 2 guided, 20 steps; benchmarks/results/costs-h200)"
 
 
 @dataclass
@@ -28,7 +32,7 @@ class HardwareLimits(ValidatedConfig):
     vram_budget_bytes: int | None = 24 * 2**30
     vram_usable_fraction: float = 0.9  # of the profile's capacity, when the budget is derived
     latency_budget_s: float = 10.0  # per image
-    latency_scale: float | None = 1.0  # x catalog latencies; null: reference FLOP/s / profile FLOP/s
+    latency_scale: float = 1.0  # x catalog latencies: how much slower than the measured machine (user input)
     num_steps: int = 30
     max_adapters: int = 6
 
@@ -37,31 +41,24 @@ class HardwareLimits(ValidatedConfig):
         positive("vram_budget_bytes", self.vram_budget_bytes, optional=True)
         in_range("vram_usable_fraction", self.vram_usable_fraction, 0.05, 1.0)
         positive("latency_budget_s", self.latency_budget_s)
-        positive("latency_scale", self.latency_scale, optional=True)
+        positive("latency_scale", self.latency_scale)
         positive("num_steps", self.num_steps)
         non_negative("max_adapters", self.max_adapters)
-        if self.base_profile is None and (self.vram_budget_bytes is None or self.latency_scale is None):
+        if self.base_profile is None and self.vram_budget_bytes is None:
             from zaya_config.errors import invalid
 
             raise invalid(
-                "base_profile",
-                None,
-                "a zaya hardware preset name when vram_budget_bytes or "
-                "latency_scale is null (they are derived from it)",
+                "base_profile", None, "a zaya hardware preset name when vram_budget_bytes is null (derived from it)"
             )
 
     def resolved(self) -> ResolvedLimits:
         """Fill derived fields from the zaya-config hardware profile and return concrete numbers."""
         self.validate()
         vram, scale = self.vram_budget_bytes, self.latency_scale
-        if vram is None or scale is None:
+        if vram is None:
             from zaya_config import hardware
 
-            profile = hardware(self.base_profile)
-            if vram is None:
-                vram = int(profile.hbm_capacity_bytes * self.vram_usable_fraction)
-            if scale is None:
-                scale = REFERENCE_BF16_FLOPS / profile.peak_bf16_flops
+            vram = int(hardware(self.base_profile).hbm_capacity_bytes * self.vram_usable_fraction)
         return ResolvedLimits(
             self.name,
             int(vram),
