@@ -21,6 +21,8 @@ sys.dont_write_bytecode = False
 import pytest  # noqa: E402
 from slow_first import load_durations, slowest_first  # noqa: E402  (tests/ is on pytest's pythonpath)
 
+pytest_plugins = ["cpu_census"]  # the machine's CPU over the run; each test's with ZAYA_CPU_CENSUS=FILE
+
 
 def _has_gpu() -> bool:
     try:

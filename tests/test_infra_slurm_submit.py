@@ -5,6 +5,7 @@ same time, with a 2-node run of torchrun under srun in an allocation (`salloc -N
 commands are infra/README.md's, as written, sizes appended)."""
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -31,8 +32,9 @@ def test_memstudy_sweep_and_pretrain_run_as_slurm_jobs(tmp_path):
         work = checkout_workdir(tmp_path)
         salloc = ["bash", "-c", " ".join([readme_command(README, "salloc -N 2 "), f"paths.root_dir={tmp_path}",
                                           *TINY_PRETRAIN])]  # fmt: skip
-        procs = [subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for cmd, cwd in ((memstudy, tmp_path), (pretrain, tmp_path), (salloc, work))]  # fmt: skip
+        venv = {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}  # as after activate
+        procs = [subprocess.Popen(cmd, env=e, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for cmd, e, cwd in ((memstudy, env, tmp_path), (pretrain, env, tmp_path), (salloc, venv, work))]  # fmt: skip
         outs = [p.communicate(timeout=300)[0] for p in procs]
         for proc, out in zip(procs, outs, strict=True):
             assert proc.returncode == 0, out[-4000:]

@@ -1,4 +1,4 @@
-"""Real 2-process gloo runs under torchrun: DDP, DDP + ZeRO-1 and FSDP2 match one process with the same
+"""Real 2-process gloo runs (torchrun's environment, tests/warm_ranks.py): DDP, DDP + ZeRO-1 and FSDP2 match one process with the same
 global batch (same data per step, same losses, same weights within fp32 tolerance), and each strategy's
 sharded checkpoint loads back into a fresh trainer exactly. A 2-rank ZeRO-1 checkpoint resumes bitwise on
 2 ranks and, by parameter name, on 1 and 3 ranks; context parallelism matches one process and its checkpoints
@@ -6,11 +6,8 @@ resume on another cp size."""
 
 import functools
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -140,9 +137,9 @@ def _launch(folder: Path, nproc: int, jobs: dict[str, list[str]], worker) -> Non
             torch.set_num_threads(threads)
         return
     spec.write_text(json.dumps(specs))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", str(WORKER)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([*cmd, "--jobs", str(spec)], capture_output=True, text=True, timeout=600, env=env)
+    from warm_ranks import run_ranks  # torchrun's environment, ranks forked warm (tests/warm_ranks.py)
+
+    proc = run_ranks(WORKER, ["--jobs", str(spec)], nproc, env={"OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 

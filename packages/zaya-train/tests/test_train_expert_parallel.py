@@ -74,9 +74,9 @@ def _launch(folder: Path, nproc: int, jobs: dict[str, str]) -> None:
         loader.loader.exec_module(worker)
         worker.main(["--jobs", str(spec)], strict=False)
         return
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", str(WORKER)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([*cmd, "--jobs", str(spec)], capture_output=True, text=True, timeout=600, env=env)
+    from warm_ranks import run_ranks  # torchrun's environment, ranks forked warm (tests/warm_ranks.py)
+
+    proc = run_ranks(WORKER, ["--jobs", str(spec)], nproc, env={"OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
