@@ -33,6 +33,12 @@ TINY_PRETRAIN = [
 ]
 
 
+def slurm_long(seconds: int, why: str = ""):
+    """Marks a Slurm test over the suite's 60 s budget: it runs only with ZAYA_SLURM_LONG=1 (infra/README.md)."""
+    reason = f"~{seconds} s, over the Slurm tests' budget: ZAYA_SLURM_LONG=1 runs it" + (f" ({why})" if why else "")
+    return pytest.mark.skipif(os.environ.get("ZAYA_SLURM_LONG") != "1", reason=reason)
+
+
 def slurm_env() -> dict[str, str]:
     """This environment with SLURM_CONF pointing at the local cluster; skips (or fails in CI) when it is down."""
     env = dict(os.environ, SLURM_CONF=str(SLURM_CONF))

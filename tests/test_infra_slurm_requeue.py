@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from readme_blocks import checkout_workdir, readme_command
-from slurm_cluster import CLUSTER, REPO, SLURM_CONF, TINY_PRETRAIN, cluster, run
+from slurm_cluster import CLUSTER, REPO, SLURM_CONF, TINY_PRETRAIN, cluster, run, slurm_long
 from zaya_train.resilience.events import read_events
 
 # infra/README.md's supervisor command as written (its run dir relative to a checkout-like folder), sizes appended
@@ -86,11 +86,7 @@ def submitted(run_dir: Path) -> list[dict]:
 
 @pytest.mark.slow
 @pytest.mark.distributed
-@pytest.mark.skipif(
-    os.environ.get("ZAYA_SLURM_LONG") != "1",
-    reason="~100 s (three job starts and Slurm's requeue hold), over the 60 s a suite test may take: "
-    "ZAYA_SLURM_LONG=1 runs it",
-)
+@slurm_long(100, "three job starts and Slurm's requeue hold")
 def test_lost_node_and_preemption_resume_bitwise_equal(tmp_path):
     with cluster() as env:
         work = checkout_workdir(tmp_path)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from manta.evaluation.image_scorers import ImageScorer
-from manta.evaluation.judges import CRITERIA, Verdict, compare
+from manta.evaluation.judges import CRITERIA, Verdict, verdict_of
 from manta.plan import CompositionPlan
 
 MARGINS = {"diversity": 0.02, "alignment": 0.03, "quality": 0.03}  # before `calibrate` only
@@ -145,10 +145,7 @@ class ImageJudge:
         """A's batch rendered with seeds seed_a, seed_a + 1, ...; B's from seed_b on (None: A's seeds)."""
         seed_b = seed_a if seed_b is None else seed_b
         metrics_a, metrics_b = self.measure(prompt, batch_a, seed_a), self.measure(prompt, batch_b, seed_b)
-        a, b = {}, {}
-        for name in CRITERIA:
-            a[name], b[name] = compare(metrics_a[name], metrics_b[name], self.margins[name])
-        return Verdict(a, b, {"a": metrics_a, "b": metrics_b})
+        return verdict_of(metrics_a, metrics_b, self.margins, {"a": metrics_a, "b": metrics_b})
 
 
 @dataclass

@@ -9,7 +9,7 @@ images through any `(images, question) -> answer` callable.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -52,6 +52,15 @@ def compare(value_a: float, value_b: float, margin: float) -> tuple[int, int]:
     return 1, 1
 
 
+def verdict_of(values_a: Mapping[str, float], values_b: Mapping[str, float], margins: Mapping[str, float],
+               details: dict[str, Any]) -> Verdict:  # fmt: skip
+    """Each criterion's two values compared within its margin (`compare`): the one home of that rule."""
+    a, b = {}, {}
+    for name in CRITERIA:
+        a[name], b[name] = compare(values_a[name], values_b[name], margins[name])
+    return Verdict(a, b, details)
+
+
 @dataclass
 class OfflineJudge:
     """Judges batches on plan metrics (alignment = concept coverage, diversity, expected quality)."""
@@ -69,10 +78,8 @@ class OfflineJudge:
     ) -> Verdict:
         """Plan metrics render nothing: the seeds change nothing here."""
         metrics_a, metrics_b = self.evaluator.batch(batch_a), self.evaluator.batch(batch_b)
-        a, b = {}, {}
-        for name in CRITERIA:
-            a[name], b[name] = compare(getattr(metrics_a, name), getattr(metrics_b, name), self.margin)
-        return Verdict(a, b, {"a": metrics_a, "b": metrics_b})
+        values = [{name: getattr(m, name) for name in CRITERIA} for m in (metrics_a, metrics_b)]
+        return verdict_of(*values, dict.fromkeys(CRITERIA, self.margin), {"a": metrics_a, "b": metrics_b})
 
 
 QUESTIONS = {
